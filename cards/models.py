@@ -1,0 +1,238 @@
+"""Claims and their append-only claim and verdict revisions, chained by hashes.
+
+Every claim has one chain: its claim revisions and verdict revisions together,
+numbered by `seq` in the order they were stored (1, 2, 3, … across both
+tables), each carrying the SHA-256 of the previous one. Rows are never updated
+or deleted; a change of mind is a new revision with a reason.
+"""
+
+from __future__ import annotations
+
+from django.conf import settings
+from django.db import models
+from django.db.models import Q
+from django.db.models.functions import Now
+
+from replay.models import Response
+
+
+class Support(models.TextChoices):
+    SUPPORTED = "supported", "Supported"
+    PARTIAL = "partial", "Partial"
+    UNSUPPORTED = "unsupported", "Unsupported"
+    NOT_ASSESSABLE = "not_assessable", "Not assessable"
+
+
+class Association(models.TextChoices):
+    ATTACHED = "attached", "Attached"
+    MISSING = "missing", "Missing"
+
+
+class Relevance(models.TextChoices):
+    NECESSARY = "necessary", "Necessary"
+    REDUNDANT = "redundant", "Redundant"
+    IRRELEVANT = "irrelevant", "Irrelevant"
+
+
+class Diagnosis(models.TextChoices):
+    """What a reviewer may record, limited to the visible evidence (metrics.md)."""
+
+    EXPECTED_PASSAGE_NOT_RETRIEVED = (
+        "expected_passage_not_retrieved",
+        "Expected passage not retrieved",
+    )
+    QUALIFIER_DROPPED = "qualifier_dropped", "Qualifier dropped"
+    CITATION_CONFLICTS = "citation_conflicts", "Citation conflicts"
+    SUPPORTING_PASSAGE_NOT_CITED = "supporting_passage_not_cited", "Supporting passage not cited"
+    LOCATOR_DRIFT = "locator_drift", "Locator drift"
+    NOT_IN_COLLECTION = "not_in_collection", "Not in collection"
+
+
+class ClaimKind(models.TextChoices):
+    FACTUAL = "factual", "Factual"
+    ABSTENTION = "abstention", "Abstention"
+
+
+class Origin(models.TextChoices):
+    REVIEW = "review", "Review"
+    ADJUDICATION = "adjudication", "Adjudication"
+    IMPORTED = "imported", "Imported"
+
+
+def _author_matches_origin() -> Q:
+    # A local person has a user account; an imported annotator (another tool, a
+    # judge model) has only a name and must never pass for a local reviewer.
+    return (Q(origin=Origin.IMPORTED) & Q(author__isnull=True)) | (
+        ~Q(origin=Origin.IMPORTED) & Q(author__isnull=False)
+    )
+
+
+class Claim(models.Model):
+    """The stable identity of one atomic claim inside a response."""
+
+    response = models.ForeignKey(Response, models.PROTECT, related_name="claims")
+    key = models.CharField(max_length=100, help_text="claim_id from the bundle, or assigned here.")
+    position = models.PositiveIntegerField()
+    created_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["response", "key"], name="cards_claim_unique_key"),
+        ]
+
+    def __str__(self) -> str:
+        return self.key
+
+
+class ClaimRevision(models.Model):
+    claim = models.ForeignKey(Claim, models.PROTECT, related_name="revisions")
+    seq = models.PositiveIntegerField(help_text="Position in the claim's chain.")
+    text = models.TextField()
+    kind = models.CharField(max_length=12, choices=ClaimKind.choices, default=ClaimKind.FACTUAL)
+    spans = models.JSONField(default=list)  # [[start, end], …] in the response text
+    citations = models.JSONField(default=list)  # refs attached to the claim
+    facts = models.JSONField(default=list)  # fact_ids of the expectation
+    gaps = models.JSONField(default=list)  # gap_ids of the expectation
+    withdrawn = models.BooleanField(default=False)
+    reason = models.TextField(blank=True, default="")
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    annotator = models.CharField(max_length=200)
+    origin = models.CharField(max_length=12, choices=Origin.choices)
+    created_at = models.DateTimeField()  # set before hashing, so the hash covers it
+    # null for the first revision of a chain, as the audit format says (not "").
+    prev_sha256 = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001
+    sha256 = models.CharField(max_length=64, unique=True)
+
+    class Meta:
+        ordering = ["claim", "seq"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["claim", "seq"], name="cards_claimrevision_unique_seq"
+            ),
+            models.CheckConstraint(
+                condition=Q(seq__gte=1), name="cards_claimrevision_seq_positive"
+            ),
+            models.CheckConstraint(
+                condition=Q(kind__in=ClaimKind.values), name="cards_claimrevision_valid_kind"
+            ),
+            models.CheckConstraint(
+                condition=Q(origin__in=[Origin.REVIEW, Origin.IMPORTED]),
+                name="cards_claimrevision_valid_origin",
+            ),
+            models.CheckConstraint(
+                condition=_author_matches_origin(),
+                name="cards_claimrevision_author_matches_origin",
+            ),
+            models.CheckConstraint(
+                condition=~Q(text=""), name="cards_claimrevision_text_not_empty"
+            ),
+            models.CheckConstraint(
+                condition=Q(withdrawn=False) | Q(reason__regex=r"\S"),
+                name="cards_claimrevision_reason_when_withdrawn",
+            ),
+            models.CheckConstraint(
+                condition=Q(sha256__regex=r"^[0-9a-f]{64}$"), name="cards_claimrevision_sha256_hex"
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"claim revision {self.seq}"
+
+
+class VerdictRevision(models.Model):
+    claim = models.ForeignKey(Claim, models.PROTECT, related_name="verdicts")
+    seq = models.PositiveIntegerField(help_text="Position in the claim's chain.")
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    annotator = models.CharField(max_length=200)
+    origin = models.CharField(max_length=12, choices=Origin.choices)
+    association = models.CharField(max_length=10, choices=Association.choices)
+    support = models.CharField(max_length=16, choices=Support.choices)
+    contradicts = models.BooleanField(default=False)
+    reason = models.TextField()
+    diagnosis = models.CharField(max_length=40, choices=Diagnosis.choices, blank=True, default="")
+    citation_relevance = models.JSONField(default=dict)  # {ref: necessary|redundant|irrelevant}
+    note = models.TextField(blank=True, default="")
+    stated_at = models.DateTimeField(
+        null=True, blank=True, help_text="`at` of an imported judgement."
+    )
+    supersedes = models.ForeignKey("self", models.PROTECT, null=True, blank=True, related_name="+")
+    created_at = models.DateTimeField()  # set before hashing, so the hash covers it
+    # null for the first revision of a chain, as the audit format says (not "").
+    prev_sha256 = models.CharField(max_length=64, null=True, blank=True)  # noqa: DJ001
+    sha256 = models.CharField(max_length=64, unique=True)
+
+    class Meta:
+        ordering = ["claim", "seq"]
+        constraints = [
+            models.UniqueConstraint(
+                fields=["claim", "seq"], name="cards_verdictrevision_unique_seq"
+            ),
+            models.CheckConstraint(
+                condition=Q(seq__gte=1), name="cards_verdictrevision_seq_positive"
+            ),
+            models.CheckConstraint(
+                condition=Q(origin__in=Origin.values), name="cards_verdictrevision_valid_origin"
+            ),
+            models.CheckConstraint(
+                condition=_author_matches_origin(),
+                name="cards_verdictrevision_author_matches_origin",
+            ),
+            models.CheckConstraint(
+                condition=Q(support__in=Support.values), name="cards_verdictrevision_valid_support"
+            ),
+            models.CheckConstraint(
+                condition=Q(association__in=Association.values),
+                name="cards_verdictrevision_valid_association",
+            ),
+            models.CheckConstraint(
+                condition=Q(diagnosis="") | Q(diagnosis__in=Diagnosis.values),
+                name="cards_verdictrevision_valid_diagnosis",
+            ),
+            # The written reason is the point of a verdict: blank or whitespace is refused.
+            models.CheckConstraint(
+                condition=Q(reason__regex=r"\S"), name="cards_verdictrevision_reason_not_blank"
+            ),
+            models.CheckConstraint(
+                condition=Q(contradicts=False) | Q(support=Support.UNSUPPORTED),
+                name="cards_verdictrevision_contradicts_only_unsupported",
+            ),
+            models.CheckConstraint(
+                condition=Q(sha256__regex=r"^[0-9a-f]{64}$"),
+                name="cards_verdictrevision_sha256_hex",
+            ),
+        ]
+
+    def __str__(self) -> str:
+        return f"verdict revision {self.seq}"
+
+
+class ResponseReview(models.Model):
+    """Marks a response's decomposition complete (or reopens it); the newest row counts."""
+
+    response = models.ForeignKey(Response, models.PROTECT, related_name="reviews")
+    complete = models.BooleanField()
+    author = models.ForeignKey(
+        settings.AUTH_USER_MODEL, models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    annotator = models.CharField(max_length=200)
+    origin = models.CharField(max_length=12, choices=Origin.choices)
+    created_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        constraints = [
+            models.CheckConstraint(
+                condition=_author_matches_origin(),
+                name="cards_responsereview_author_matches_origin",
+            ),
+        ]
+        indexes = [
+            # "Is this response's decomposition complete?": newest row (highest id) per response.
+            models.Index(fields=["response", "-id"], name="cards_review_latest_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return "complete" if self.complete else "reopened"
