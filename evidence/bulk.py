@@ -1,0 +1,81 @@
+"""Writing many rows fast, inside the caller's transaction, on PostgreSQL and SQLite.
+
+The import knows every foreign key before it writes, because it reserves
+primary keys first (PostgreSQL: `nextval` of the table's sequence, safe under
+concurrent imports; SQLite: one past the largest id, safe because the
+transaction took the write lock at BEGIN IMMEDIATE). Rows then go in with
+`COPY … FROM STDIN` on PostgreSQL, several times faster than INSERT, and with
+`executemany` on SQLite. Columns with a database default (`created_at`) are
+left out so the database fills them.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable, Sequence
+from datetime import datetime
+from typing import Any
+
+from django.db import connection, models
+
+
+def to_json(value: Any) -> str | None:
+    """JSON text for a JSONField column (None stays SQL NULL)."""
+    if value is None:
+        return None
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+class RowWriter:
+    """Reserves ids and writes rows of given columns for models, backend-appropriately."""
+
+    def __init__(self) -> None:
+        self.vendor = connection.vendor
+        self.next_sqlite_id: dict[str, int] = {}
+        self.rows_written = 0
+
+    def reserve_ids(self, model: type[models.Model], count: int) -> list[int]:
+        if count == 0:
+            return []
+        table = model._meta.db_table
+        with connection.cursor() as cursor:
+            if self.vendor == "postgresql":
+                cursor.execute(
+                    "SELECT nextval(pg_get_serial_sequence(%s, 'id')) FROM generate_series(1, %s)",
+                    [table, count],
+                )
+                return [row[0] for row in cursor.fetchall()]
+            if table not in self.next_sqlite_id:
+                cursor.execute(f"SELECT COALESCE(MAX(id), 0) FROM {table}")  # noqa: S608
+                (largest,) = cursor.fetchone()
+                cursor.execute("SELECT seq FROM sqlite_sequence WHERE name = %s", [table])
+                row = cursor.fetchone()
+                self.next_sqlite_id[table] = max(largest, row[0] if row else 0) + 1
+        first = self.next_sqlite_id[table]
+        self.next_sqlite_id[table] = first + count
+        return list(range(first, first + count))
+
+    def write(
+        self, model: type[models.Model], columns: Sequence[str], rows: Iterable[Sequence[Any]]
+    ) -> None:
+        rows = list(rows)
+        if not rows:
+            return
+        table = model._meta.db_table
+        column_list = ", ".join(columns)
+        with connection.cursor() as cursor:
+            if self.vendor == "postgresql":
+                with cursor.copy(f"COPY {table} ({column_list}) FROM STDIN") as copy:
+                    for row in rows:
+                        copy.write_row(row)
+            else:
+                adapt = connection.ops.adapt_datetimefield_value
+                prepared = [
+                    [adapt(v) if isinstance(v, datetime) else v for v in row] for row in rows
+                ]
+                marks = ", ".join(["%s"] * len(columns))
+                cursor.executemany(
+                    f"INSERT INTO {table} ({column_list}) VALUES ({marks})",  # noqa: S608
+                    prepared,
+                )
+        self.rows_written += len(rows)
