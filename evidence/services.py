@@ -557,7 +557,7 @@ class _Importer:
         self.summary.passages_new += len(rows)
 
     def record_drift(self, refs: list[str]) -> None:
-        """The same ref with another text in another snapshot of the project is drift, not an error."""
+        """The same ref with another text in another snapshot is drift, not an error."""
         mine = {ref: self.passages[ref].sha256 for ref in refs}
         others = Passage.objects.filter(snapshot__project=self.project, ref__in=refs).exclude(
             snapshot=self.snapshot
@@ -669,15 +669,17 @@ class _Importer:
             d = seen.data
             responses.append(
                 (
-                    response_pk, self.run_pk, seen.case.pk, seen.case.expectation_pk, seen.position,
-                    d.get("answer_id", ""), d["text"], d.get("abstained", False), to_json(d.get("trace")),
+                    response_pk, self.run_pk, seen.case.pk, seen.case.expectation_pk,
+                    seen.position, d.get("answer_id", ""), d["text"], d.get("abstained", False),
+                    to_json(d.get("trace")),
                 )
             )  # fmt: skip
             for item in d["retrieved"]:
                 retrievals.append(
                     (
-                        next(retrieval_ids), response_pk, item["rank"], self.passages[item["ref"]].pk,
-                        item.get("score"), to_json(item.get("filters")),
+                        next(retrieval_ids), response_pk, item["rank"],
+                        self.passages[item["ref"]].pk, item.get("score"),
+                        to_json(item.get("filters")),
                     )
                 )  # fmt: skip
             for position, item in enumerate(d.get("citations", ()), start=1):
@@ -751,9 +753,10 @@ class _Importer:
                     digest = seal(document)
                     verdicts.append(
                         (
-                            verdict_pk, claim_pk, seq, None, annotator, Origin.IMPORTED, association,
-                            judgement["support"], document["contradicts"], judgement["reason"],
-                            judgement.get("diagnosis", ""), to_json(document["citation_relevance"]),
+                            verdict_pk, claim_pk, seq, None, annotator, Origin.IMPORTED,
+                            association, judgement["support"], document["contradicts"],
+                            judgement["reason"], judgement.get("diagnosis", ""),
+                            to_json(document["citation_relevance"]),
                             document["note"], stated_at, supersedes[0] if supersedes else None,
                             self.now, previous, digest,
                         )

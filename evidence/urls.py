@@ -1,3 +1,11 @@
 from __future__ import annotations
 
-urlpatterns: list = []
+from django.urls import path
+
+from evidence import views
+
+urlpatterns = [
+    path("", views.home, name="home"),
+    path("p/<slug:slug>/", views.project_detail, name="project_detail"),
+    path("p/<slug:slug>/import/", views.bundle_upload, name="bundle_upload"),
+]

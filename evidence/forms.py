@@ -1,0 +1,27 @@
+from __future__ import annotations
+
+from django import forms
+from django.conf import settings
+
+
+class BundleUploadForm(forms.Form):
+    bundle = forms.FileField(
+        label="Bundle file",
+        help_text="JSON Lines (evidence-bundle/1), optionally gzip-compressed.",
+    )
+    dry_run = forms.BooleanField(
+        label="Check only (dry run): validate everything, store nothing", required=False
+    )
+    new_expectation_version = forms.BooleanField(
+        label="Record changed case expectations as new versions", required=False
+    )
+
+    def clean_bundle(self):
+        bundle = self.cleaned_data["bundle"]
+        limit = settings.BUNDLE_UPLOAD_MAX_BYTES
+        if bundle.size > limit:
+            raise forms.ValidationError(
+                f"The file is {bundle.size:,} bytes; uploads are limited to {limit:,} bytes. "
+                "Use `manage.py import_bundle` for larger bundles."
+            )
+        return bundle

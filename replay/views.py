@@ -1,0 +1,40 @@
+"""Pages of the replay app: a run and one of its cases."""
+
+from __future__ import annotations
+
+from django.http import HttpResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from evidence.http import HtmxHttpRequest
+from evidence.selectors import membership_for
+from replay.selectors import case_page, responses_for_run, run_for_project
+
+
+@require_GET
+def run_detail(request: HtmxHttpRequest, slug: str, run_id: str) -> HttpResponse:
+    membership = membership_for(user=request.user, slug=slug)
+    run = run_for_project(project=membership.project, run_id=run_id)
+    responses = list(responses_for_run(run=run))
+    return render(
+        request,
+        "replay/run.html",
+        {
+            "project": membership.project,
+            "membership": membership,
+            "run": run,
+            "responses": responses,
+        },
+    )
+
+
+@require_GET
+def case_detail(request: HtmxHttpRequest, slug: str, run_id: str, case_id: str) -> HttpResponse:
+    membership = membership_for(user=request.user, slug=slug)
+    run = run_for_project(project=membership.project, run_id=run_id)
+    page = case_page(run=run, case_id=case_id)
+    return render(
+        request,
+        "replay/case.html",
+        {"project": membership.project, "membership": membership, "run": run, "page": page},
+    )
