@@ -183,6 +183,8 @@ STORAGES = {
     },
 }
 WHITENOISE_USE_FINDERS = True
+# Development and tests serve files as they change and need no collectstatic.
+WHITENOISE_AUTOREFRESH = DEBUG or bool(os.environ.get("PYTEST_VERSION"))
 
 # Untrusted text (answers, passages, reasons) is rendered on every page: no
 # inline script or style may run, only our own files and htmx's.
