@@ -258,17 +258,17 @@ class _Importer:
         first = self.first_line is None
         if first:
             self.first_line = number
+        kind = line.get("kind")
+        if first and kind != "run":
+            self.problem(number, "/kind", "the first line must be the run (kind \"run\")")
         found = schema_problems(number, line)
         if found:
             for item in found:
                 self.problem(item.line, item.path, item.message)
             return
-        kind = line["kind"]
         if kind == "run":
             self.on_run(number, line, first)
             return
-        if first:
-            self.problem(number, "/kind", f"the first line must be the run, not a {kind}")
         if kind == "passage":
             self.on_passage(number, line)
         elif kind == "case":

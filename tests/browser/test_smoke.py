@@ -1,0 +1,38 @@
+from __future__ import annotations
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.conftest import log_in
+
+pytestmark = pytest.mark.browser
+
+
+def test_a_reviewer_logs_in_and_reads_the_unreviewed_replay(page):
+    log_in(page, "alice")
+    page.get_by_role("link", name="Demo: returns, P7 and policies").click()
+    page.get_by_role("link", name="Returns, replay after the policy page changed").click()
+    expect(page.get_by_role("heading", name="Cases (1)")).to_be_visible()
+    page.get_by_role("link", name="Q-017").click()
+    expect(page.get_by_text("Can I return a final-sale item after 30 days")).to_be_visible()
+    expect(page.locator(".badge", has_text="unreviewed")).to_be_visible()
+    expect(page.locator(".passage")).to_have_count(2)
+    expect(page.locator(".passage").first).to_contain_text("within 14 calendar days")
+    expect(page.locator("mark.marker")).to_have_count(2)
+    # A CSP violation (an inline script or style) shows up as a console error.
+    assert page.console_problems == []
+
+
+def test_a_lead_sees_every_problem_of_a_refused_upload_without_leaving_the_page(page, tmp_path):
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text('{"kind": "passage"}\n{oops\n', encoding="utf-8")
+    log_in(page, "lead")
+    page.goto("/p/demo/import/")
+    page.get_by_label("Bundle file").set_input_files(str(bad))
+    page.get_by_role("button", name="Import").click()
+    result = page.locator("#result")
+    expect(result).to_contain_text("Refused: nothing was stored")
+    expect(result).to_contain_text("line 1: /kind: the first line must be the run")
+    expect(result).to_contain_text("line 2: not valid JSON")
+    assert page.url.endswith("/p/demo/import/")  # swapped in place by htmx
+    assert [p for p in page.console_problems if "400" not in p] == []
