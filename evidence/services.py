@@ -260,7 +260,7 @@ class _Importer:
             self.first_line = number
         kind = line.get("kind")
         if first and kind != "run":
-            self.problem(number, "/kind", "the first line must be the run (kind \"run\")")
+            self.problem(number, "/kind", 'the first line must be the run (kind "run")')
         found = schema_problems(number, line)
         if found:
             for item in found:
