@@ -49,6 +49,8 @@ def env_list(name: str, default: list[str]) -> list[str]:
 def database_from_url(url: str | None) -> dict:
     """Unset → the embedded SQLite file; postgres://user:pass@host:port/name → PostgreSQL."""
     if not url:
+        # Every manage.py command on a fresh clone should work, not only `make run`.
+        (BASE_DIR / "var").mkdir(exist_ok=True)
         return {
             "ENGINE": "django.db.backends.sqlite3",
             "NAME": BASE_DIR / "var" / "evidence.sqlite3",
