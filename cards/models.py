@@ -236,3 +236,30 @@ class ResponseReview(models.Model):
 
     def __str__(self) -> str:
         return "complete" if self.complete else "reopened"
+
+
+class Assignment(models.Model):
+    """A lead asks a reviewer to review one response (a case of a run)."""
+
+    response = models.ForeignKey(Response, models.CASCADE, related_name="assignments")
+    reviewer = models.ForeignKey(
+        settings.AUTH_USER_MODEL, models.CASCADE, related_name="assignments"
+    )
+    assigned_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, models.PROTECT, null=True, blank=True, related_name="+"
+    )
+    created_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["response", "reviewer"], name="cards_assignment_unique_reviewer"
+            ),
+        ]
+        indexes = [
+            # The queue: "my assignments", in run and case order.
+            models.Index(fields=["reviewer", "response"], name="cards_assignment_queue_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"{self.reviewer} on response {self.response_id}"

@@ -10,4 +10,5 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("", include("evidence.urls")),
     path("", include("replay.urls")),
+    path("", include("cards.urls")),
 ]

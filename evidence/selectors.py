@@ -16,7 +16,9 @@ def projects_for_user(*, user: AbstractBaseUser) -> QuerySet[Project]:
 def membership_for(*, user: AbstractBaseUser, slug: str) -> Membership:
     """The user's membership of project `slug`; 404 for anyone else, as if it did not exist."""
     membership = (
-        Membership.objects.select_related("project").filter(user=user, project__slug=slug).first()
+        Membership.objects.select_related("project", "user")
+        .filter(user=user, project__slug=slug)
+        .first()
     )
     if membership is None:
         raise Http404("No such project.")

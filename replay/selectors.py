@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from django.db.models import IntegerField, OuterRef, Prefetch, Q, QuerySet, Subquery
+from django.db.models import IntegerField, OuterRef, Q, QuerySet, Subquery
 from django.http import Http404
 
-from cards.models import Claim, ClaimRevision, ResponseReview, VerdictRevision
-from evidence.models import Passage, Project
+from cards.models import Claim, ResponseReview
+from evidence.models import Project
 from replay.models import Citation, Response, Retrieval, Run
 
 
@@ -58,6 +56,7 @@ def run_for_project(*, project: Project, run_id: str) -> Run:
     run = Run.objects.select_related("snapshot").filter(project=project, run_id=run_id).first()
     if run is None:
         raise Http404("No such run.")
+    run.project = project  # already loaded by the caller's membership check
     return run
 
 
@@ -77,101 +76,3 @@ def responses_for_run(*, run: Run) -> QuerySet[Response]:
         )
         .order_by("position")
     )
-
-
-@dataclass(frozen=True)
-class Segment:
-    text: str
-    citation: Citation | None = None
-
-
-@dataclass(frozen=True)
-class ClaimView:
-    claim: Claim
-    revision: ClaimRevision
-    verdicts: list[VerdictRevision]
-
-
-@dataclass(frozen=True)
-class CasePage:
-    response: Response
-    segments: list[Segment]
-    unplaced_citations: list[Citation]
-    retrieved: list[Retrieval]
-    cited_only: list[Passage]
-    cited_refs: set[str]
-    relevant_refs: set[str]
-    expected_refs: set[str]
-    claims: list[ClaimView]
-    review_complete: bool
-
-
-def case_page(*, run: Run, case_id: str) -> CasePage:
-    """Everything the read-only case page shows, in a fixed number of queries."""
-    response = (
-        Response.objects.select_related("case", "expectation")
-        .filter(run=run, case__case_id=case_id)
-        .annotate(review_complete=latest_review_complete())
-        .first()
-    )
-    if response is None:
-        raise Http404("No such case in this run.")
-    retrieved = list(response.retrieved.select_related("passage").order_by("rank"))
-    citations = list(response.citations.select_related("passage").order_by("position"))
-    claims = (
-        Claim.objects.filter(response=response)
-        .order_by("position")
-        .prefetch_related(
-            Prefetch("revisions", queryset=ClaimRevision.objects.order_by("seq")),
-            Prefetch("verdicts", queryset=VerdictRevision.objects.order_by("-seq")),
-        )
-    )
-    claim_views = [
-        ClaimView(
-            claim=claim,
-            revision=list(claim.revisions.all())[-1],
-            verdicts=list(claim.verdicts.all()),
-        )
-        for claim in claims
-    ]
-    retrieved_refs = {row.passage.ref for row in retrieved}
-    cited_only: dict[str, Passage] = {}
-    for citation in citations:
-        if citation.passage.ref not in retrieved_refs:
-            cited_only.setdefault(citation.passage.ref, citation.passage)
-    expectation = response.expectation
-    segments, unplaced = answer_segments(response.text, citations)
-    return CasePage(
-        response=response,
-        segments=segments,
-        unplaced_citations=unplaced,
-        retrieved=retrieved,
-        cited_only=list(cited_only.values()),
-        cited_refs={c.passage.ref for c in citations},
-        relevant_refs=set(expectation.relevant_refs),
-        expected_refs={
-            ref for fact in expectation.required_facts for ref in fact.get("evidence", [])
-        },
-        claims=claim_views,
-        review_complete=bool(response.review_complete)
-        or (response.abstained and not response.text),
-    )
-
-
-def answer_segments(text: str, citations: list[Citation]) -> tuple[list[Segment], list[Citation]]:
-    """Split the answer at its citation markers; markers without offsets are returned apart."""
-    placed = sorted((c for c in citations if c.start is not None), key=lambda c: (c.start, c.end))
-    segments: list[Segment] = []
-    cursor = 0
-    unplaced = [c for c in citations if c.start is None]
-    for citation in placed:
-        if citation.start < cursor:  # overlapping markers: show the first, list the rest
-            unplaced.append(citation)
-            continue
-        if citation.start > cursor:
-            segments.append(Segment(text[cursor : citation.start]))
-        segments.append(Segment(text[citation.start : citation.end], citation))
-        cursor = citation.end
-    if cursor < len(text):
-        segments.append(Segment(text[cursor:]))
-    return segments, unplaced

@@ -7,9 +7,4 @@ from replay import views
 # run_id and case_id use the bundle's charset [A-Za-z0-9._:-], which <str:> covers.
 urlpatterns = [
     path("p/<slug:slug>/runs/<str:run_id>/", views.run_detail, name="run_detail"),
-    path(
-        "p/<slug:slug>/runs/<str:run_id>/cases/<str:case_id>/",
-        views.case_detail,
-        name="case_detail",
-    ),
 ]

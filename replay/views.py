@@ -8,7 +8,7 @@ from django.views.decorators.http import require_GET
 
 from evidence.http import HtmxHttpRequest
 from evidence.selectors import membership_for
-from replay.selectors import case_page, responses_for_run, run_for_project
+from replay.selectors import responses_for_run, run_for_project
 
 
 @require_GET
@@ -25,16 +25,4 @@ def run_detail(request: HtmxHttpRequest, slug: str, run_id: str) -> HttpResponse
             "run": run,
             "responses": responses,
         },
-    )
-
-
-@require_GET
-def case_detail(request: HtmxHttpRequest, slug: str, run_id: str, case_id: str) -> HttpResponse:
-    membership = membership_for(user=request.user, slug=slug)
-    run = run_for_project(project=membership.project, run_id=run_id)
-    page = case_page(run=run, case_id=case_id)
-    return render(
-        request,
-        "replay/case.html",
-        {"project": membership.project, "membership": membership, "run": run, "page": page},
     )

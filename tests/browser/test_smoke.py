@@ -8,17 +8,19 @@ from tests.browser.conftest import log_in
 pytestmark = pytest.mark.browser
 
 
-def test_a_reviewer_logs_in_and_reads_the_unreviewed_replay(page):
+def test_a_reviewer_logs_in_and_reads_an_unreviewed_case_with_its_hints(page):
     log_in(page, "alice")
     page.get_by_role("link", name="Demo: returns, P7 and policies").click()
-    page.get_by_role("link", name="Returns, replay after the policy page changed").click()
-    expect(page.get_by_role("heading", name="Cases (1)")).to_be_visible()
-    page.get_by_role("link", name="Q-017").click()
-    expect(page.get_by_text("Can I return a final-sale item after 30 days")).to_be_visible()
-    expect(page.locator(".badge", has_text="unreviewed")).to_be_visible()
-    expect(page.locator(".passage")).to_have_count(2)
-    expect(page.locator(".passage").first).to_contain_text("within 14 calendar days")
-    expect(page.locator("mark.marker")).to_have_count(2)
+    page.get_by_role("link", name="Pro plan questions").click()
+    expect(page.get_by_role("heading", name="Cases (3)")).to_be_visible()
+    page.get_by_role("link", name="q2").click()
+    expect(page.get_by_text("How many users does the Pro plan include?")).to_be_visible()
+    expect(page.locator("#review-status")).to_contain_text("unreviewed")
+    expect(page.locator(".passage")).to_have_count(3)
+    expect(page.locator(".passage").first).to_contain_text("monthly price of 49 euros")
+    hints = page.get_by_role("list", name="Pre-checks for this response (hints, not verdicts)")
+    expect(hints).to_contain_text("relevant_not_retrieved: users@v1#c1")
+    expect(hints).to_contain_text("number_not_in_evidence: 25")
     # A CSP violation (an inline script or style) shows up as a console error.
     assert page.console_problems == []
 

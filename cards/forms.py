@@ -1,0 +1,100 @@
+from __future__ import annotations
+
+import re
+
+from django import forms
+
+from cards.models import Association, ClaimKind, Diagnosis, Relevance, Support
+
+REASON_REQUIRED = "A written reason is required: say what in the passage decides it."
+SPAN = re.compile(r"^\s*(\d+)\s*[-–:]\s*(\d+)\s*$")
+
+
+def parse_spans(value: str) -> list[list[int]]:
+    """'0-29, 36-69' (what a person types, and what the selection script writes) → [[0, 29], …]."""
+    spans = []
+    for part in filter(None, (p.strip() for p in value.split(","))):
+        match = SPAN.match(part)
+        if not match:
+            raise forms.ValidationError(f"{part!r} is not a span like 12-40.")
+        spans.append([int(match[1]), int(match[2])])
+    return spans
+
+
+class SpansField(forms.CharField):
+    def to_python(self, value):
+        return parse_spans(super().to_python(value) or "")
+
+
+class ClaimAddForm(forms.Form):
+    text = forms.CharField(
+        label="Claim", max_length=5000, widget=forms.Textarea(attrs={"rows": 2})
+    )
+    spans = SpansField(
+        label="Spans", required=False, help_text="Offsets in the answer, e.g. 0-29, 36-69."
+    )
+    kind = forms.ChoiceField(label="Kind", choices=ClaimKind.choices, initial=ClaimKind.FACTUAL)
+    facts = forms.MultipleChoiceField(label="Required facts it reports", required=False)
+    gaps = forms.MultipleChoiceField(label="Known gaps it is about", required=False)
+
+    def __init__(self, *args, fact_ids=(), gap_ids=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["facts"].choices = [(f, f) for f in fact_ids]
+        self.fields["gaps"].choices = [(g, g) for g in gap_ids]
+
+
+class ClaimReviseForm(ClaimAddForm):
+    citations = forms.MultipleChoiceField(label="Attached citations", required=False)
+    withdrawn = forms.BooleanField(label="Withdraw this claim", required=False)
+    reason = forms.CharField(
+        label="Reason", max_length=20000, widget=forms.Textarea(attrs={"rows": 2})
+    )
+    seen_claim_seq = forms.IntegerField(widget=forms.HiddenInput)
+
+    def __init__(self, *args, refs=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["citations"].choices = [(r, r) for r in refs]
+
+
+class VerdictForm(forms.Form):
+    support = forms.ChoiceField(label="Support", choices=Support.choices, widget=forms.RadioSelect)
+    reason = forms.CharField(
+        label="Reason",
+        max_length=20000,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        error_messages={"required": REASON_REQUIRED},
+    )
+    association = forms.ChoiceField(label="Citation", choices=Association.choices, required=False)
+    contradicts = forms.BooleanField(label="The passage contradicts the claim", required=False)
+    diagnosis = forms.ChoiceField(
+        label="Diagnosis", choices=[("", "— none —"), *Diagnosis.choices], required=False
+    )
+    note = forms.CharField(
+        label="Unresolved note",
+        required=False,
+        max_length=20000,
+        widget=forms.Textarea(attrs={"rows": 1}),
+    )
+    seen_claim_seq = forms.IntegerField(widget=forms.HiddenInput)
+    seen_own_seq = forms.IntegerField(widget=forms.HiddenInput, required=False)
+    seen_head_seq = forms.IntegerField(widget=forms.HiddenInput, required=False)
+    adjudicate = forms.BooleanField(required=False, widget=forms.HiddenInput)
+
+    def __init__(self, *args, refs=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.refs = list(refs)
+        for i, ref in enumerate(self.refs):
+            self.fields[f"relevance_{i}"] = forms.ChoiceField(
+                label=f"Relevance of {ref}", choices=[("", "— not judged —"), *Relevance.choices],
+                required=False,
+            )  # fmt: skip
+
+    def relevance(self) -> dict[str, str]:
+        return {
+            ref: self.cleaned_data.get(f"relevance_{i}", "")
+            for i, ref in enumerate(self.refs)
+            if self.cleaned_data.get(f"relevance_{i}")
+        }
+
+    def relevance_fields(self):
+        return [(ref, self[f"relevance_{i}"]) for i, ref in enumerate(self.refs)]

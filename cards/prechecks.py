@@ -1,0 +1,147 @@
+"""Automatic pre-checks of metrics.md: hints shown beside a card, never verdicts.
+
+Pure functions over plain data, so the case page and the run metrics compute
+them the same way. Response-level codes and their details:
+
+- `number_not_in_evidence`: numbers of the answer (citation markers removed)
+  found in no retrieved passage, in order of first appearance;
+- `relevant_not_retrieved`: the relevant refs, when none is in the top 3;
+- `cites_superseded_version`, `citation_not_retrieved`, `passage_drift`: the
+  cited refs concerned.
+
+Claim-level codes (a list per claim): `claim_without_citation`,
+`number_not_in_evidence`, `cites_superseded_version`, `citation_not_retrieved`.
+Drift concerns the evidence, not one claim's wording, so it is a response hint
+(and the drift page flags the cards that rest on the old text).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+
+NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
+TOP_K_FOR_RELEVANCE = 3
+
+
+@dataclass(frozen=True)
+class PassageFacts:
+    ref: str
+    text: str
+    version_status: str
+
+
+@dataclass(frozen=True)
+class ClaimFacts:
+    key: str
+    kind: str  # factual | abstention
+    text: str
+    citations: Sequence[str]
+
+
+@dataclass(frozen=True)
+class ResponseFacts:
+    answer: str
+    marker_spans: Sequence[tuple[int, int]]
+    cited_refs: Sequence[str]
+    retrieved: Sequence[PassageFacts]  # in rank order
+    passages: dict[str, PassageFacts]  # every passage cited or retrieved, by ref
+    relevant_refs: Sequence[str]
+    drifted_refs: frozenset[str] = frozenset()
+    claims: Sequence[ClaimFacts] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True)
+class Prechecks:
+    response: dict[str, list[str]]
+    claims: dict[str, list[str]]
+
+    def as_dict(self) -> dict:
+        return {"response": self.response, "claims": self.claims}
+
+
+def numbers_in(text: str) -> list[str]:
+    """Whole number tokens in order of first appearance, without repeats."""
+    return list(dict.fromkeys(NUMBER.findall(text)))
+
+
+def without_spans(text: str, spans: Iterable[tuple[int, int]]) -> str:
+    """The text with the given spans blanked out (so `[3]` does not count as a number)."""
+    chars = list(text)
+    for start, end in spans:
+        for i in range(max(start, 0), min(end, len(chars))):
+            chars[i] = " "
+    return "".join(chars)
+
+
+def _missing_numbers(text: str, evidence: Iterable[str]) -> list[str]:
+    found: set[str] = set()
+    for passage in evidence:
+        found.update(NUMBER.findall(passage))
+    return [n for n in numbers_in(text) if n not in found]
+
+
+def _ordered(refs: Iterable[str]) -> list[str]:
+    return list(dict.fromkeys(refs))
+
+
+def prechecks(facts: ResponseFacts) -> Prechecks:
+    retrieved_refs = [p.ref for p in facts.retrieved]
+    retrieved_set = set(retrieved_refs)
+    response: dict[str, list[str]] = {}
+
+    answer = without_spans(facts.answer, facts.marker_spans)
+    missing = _missing_numbers(answer, (p.text for p in facts.retrieved))
+    if missing:
+        response["number_not_in_evidence"] = missing
+    relevant = _ordered(facts.relevant_refs)
+    top = set(retrieved_refs[:TOP_K_FOR_RELEVANCE])
+    if relevant and not top.intersection(relevant):
+        response["relevant_not_retrieved"] = [r for r in relevant if r not in top]
+    cited = _ordered(facts.cited_refs)
+    superseded = [r for r in cited if _status(facts, r) == "superseded"]
+    if superseded:
+        response["cites_superseded_version"] = superseded
+    not_retrieved = [r for r in cited if r not in retrieved_set]
+    if not_retrieved:
+        response["citation_not_retrieved"] = not_retrieved
+    drifted = [r for r in cited if r in facts.drifted_refs]
+    if drifted:
+        response["passage_drift"] = drifted
+
+    claims: dict[str, list[str]] = {}
+    for claim in facts.claims:
+        codes = claim_prechecks(claim, facts, retrieved_set)
+        if codes:
+            claims[claim.key] = codes
+    return Prechecks(response=response, claims=claims)
+
+
+def claim_prechecks(claim: ClaimFacts, facts: ResponseFacts, retrieved: set[str]) -> list[str]:
+    codes: list[str] = []
+    if claim.kind == "factual" and not claim.citations:
+        codes.append("claim_without_citation")
+    attached = [facts.passages[r].text for r in claim.citations if r in facts.passages]
+    if _missing_numbers(claim.text, attached):
+        codes.append("number_not_in_evidence")
+    if any(_status(facts, r) == "superseded" for r in claim.citations):
+        codes.append("cites_superseded_version")
+    if any(r not in retrieved for r in claim.citations):
+        codes.append("citation_not_retrieved")
+    return codes
+
+
+def _status(facts: ResponseFacts, ref: str) -> str:
+    passage = facts.passages.get(ref)
+    return passage.version_status if passage else "unknown"
+
+
+PRECHECK_HELP = {
+    "claim_without_citation": "This factual claim has no attached citation.",
+    "citation_not_retrieved": "A cited passage is not in the retrieved list of this response.",
+    "cites_superseded_version": "A cited passage is a superseded version.",
+    "number_not_in_evidence": "A number here appears in none of the passages it rests on.",
+    "relevant_not_retrieved": "No relevant passage is in the top 3 retrieved.",
+    "passage_drift": "A cited passage has another text in another snapshot of this project.",
+}

@@ -1,0 +1,375 @@
+"""Reads of the cards app: the case review page, queues and disagreements."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import Exists, OuterRef, Prefetch, Q
+from django.http import Http404
+
+from cards.models import Assignment, Claim, ClaimRevision, Origin, VerdictRevision
+from cards.prechecks import ClaimFacts, PassageFacts, ResponseFacts, prechecks
+from evidence.models import Membership, Passage
+from replay.models import Citation, Response, Retrieval, Run
+from replay.selectors import latest_review_complete, reviewed_condition
+
+
+@dataclass
+class Piece:
+    """A run of answer text between two boundaries (a marker edge or a claim-span edge)."""
+
+    start: int
+    text: str
+    citation: Citation | None = None
+    claims: list[str] = field(default_factory=list)
+    support: str = ""
+
+
+@dataclass
+class HistoryEntry:
+    seq: int
+    kind: str  # "claim" or "verdict"
+    row: ClaimRevision | VerdictRevision
+
+
+@dataclass
+class Card:
+    claim: Claim
+    revision: ClaimRevision
+    verdicts: list[VerdictRevision]  # visible to the viewer, newest first
+    current: VerdictRevision | None  # the one that colours the card
+    mine: VerdictRevision | None
+    hidden_count: int  # verdicts hidden by blind review
+    history: list[HistoryEntry]
+    head_seq: int
+    attached: list[Passage]
+    hints: list[str]
+
+    @property
+    def withdrawn(self) -> bool:
+        return self.revision.withdrawn
+
+
+@dataclass
+class ReviewPage:
+    response: Response
+    membership: Membership
+    pieces: list[Piece]
+    unplaced_citations: list[Citation]
+    retrieved: list[Retrieval]
+    cited_only: list[Passage]
+    cited_refs: set[str]
+    relevant_refs: set[str]
+    expected_refs: set[str]
+    cards: list[Card]
+    response_hints: dict[str, list[str]]
+    review_complete: bool
+    blind: bool
+
+    def card(self, key: str) -> Card:
+        for card in self.cards:
+            if card.claim.key == key:
+                return card
+        raise Http404("No such claim.")
+
+
+def _current(verdicts: list[VerdictRevision]) -> VerdictRevision | None:
+    """Adjudicated, else the newest reviewer verdict, else the newest imported one."""
+    for origin in (Origin.ADJUDICATION, Origin.REVIEW, Origin.IMPORTED):
+        for verdict in verdicts:  # newest first
+            if verdict.origin == origin:
+                return verdict
+    return None
+
+
+def review_page(*, run: Run, case_id: str, membership: Membership) -> ReviewPage:
+    """Everything the case review page shows, in a fixed number of queries."""
+    response = (
+        Response.objects.select_related("case", "expectation", "run__project")
+        .filter(run=run, case__case_id=case_id)
+        .annotate(review_complete=latest_review_complete())
+        .first()
+    )
+    if response is None:
+        raise Http404("No such case in this run.")
+    retrieved = list(response.retrieved.select_related("passage").order_by("rank"))
+    citations = list(response.citations.select_related("passage").order_by("position"))
+    claims = list(
+        Claim.objects.filter(response=response)
+        .order_by("position")
+        .prefetch_related(
+            Prefetch("revisions", queryset=ClaimRevision.objects.order_by("-seq")),
+            Prefetch("verdicts", queryset=VerdictRevision.objects.order_by("-seq")),
+        )
+    )
+    passages: dict[str, Passage] = {row.passage.ref: row.passage for row in retrieved}
+    retrieved_refs = set(passages)
+    for citation in citations:
+        passages.setdefault(citation.passage.ref, citation.passage)
+    cited_refs = {c.passage.ref for c in citations}
+    drifted = _drifted_refs(run=run, refs=cited_refs, passages=passages)
+
+    viewer = membership.user
+    blind = run.project.blind_review and not membership.can_lead
+    cards = []
+    for claim in claims:
+        revisions = list(claim.revisions.all())
+        all_verdicts = list(claim.verdicts.all())
+        mine = next((v for v in all_verdicts if v.author_id == viewer.pk), None)
+        visible = all_verdicts
+        if blind and mine is None:
+            visible = []
+        history = [HistoryEntry(r.seq, "claim", r) for r in revisions] + [
+            HistoryEntry(v.seq, "verdict", v) for v in visible
+        ]
+        history.sort(key=lambda entry: entry.seq, reverse=True)
+        current_revision = revisions[0]
+        cards.append(
+            Card(
+                claim=claim,
+                revision=current_revision,
+                verdicts=visible,
+                current=_current(visible),
+                mine=mine,
+                hidden_count=len(all_verdicts) - len(visible),
+                history=history,
+                head_seq=max([r.seq for r in revisions] + [v.seq for v in all_verdicts]),
+                attached=[passages[r] for r in current_revision.citations if r in passages],
+                hints=[],
+            )
+        )
+    facts = ResponseFacts(
+        answer=response.text,
+        marker_spans=[(c.start, c.end) for c in citations if c.start is not None],
+        cited_refs=[c.passage.ref for c in citations],
+        retrieved=[_facts(row.passage) for row in retrieved],
+        passages={ref: _facts(p) for ref, p in passages.items()},
+        relevant_refs=response.expectation.relevant_refs,
+        drifted_refs=frozenset(drifted),
+        claims=[
+            ClaimFacts(
+                card.claim.key, card.revision.kind, card.revision.text, card.revision.citations
+            )
+            for card in cards
+            if not card.withdrawn
+        ],
+    )
+    hints = prechecks(facts)
+    for card in cards:
+        card.hints = hints.claims.get(card.claim.key, [])
+    pieces, unplaced = answer_pieces(response.text, citations, cards)
+    expectation = response.expectation
+    return ReviewPage(
+        response=response,
+        membership=membership,
+        pieces=pieces,
+        unplaced_citations=unplaced,
+        retrieved=retrieved,
+        cited_only=[
+            passages[r]
+            for r in dict.fromkeys(c.passage.ref for c in citations)
+            if r not in retrieved_refs
+        ],
+        cited_refs=cited_refs,
+        relevant_refs=set(expectation.relevant_refs),
+        expected_refs={r for fact in expectation.required_facts for r in fact.get("evidence", [])},
+        cards=cards,
+        response_hints=hints.response,
+        review_complete=bool(response.review_complete)
+        or (response.abstained and not response.text),
+        blind=blind,
+    )
+
+
+def _facts(passage: Passage) -> PassageFacts:
+    return PassageFacts(passage.ref, passage.text, passage.version_status)
+
+
+def _drifted_refs(*, run: Run, refs: set[str], passages: dict[str, Passage]) -> set[str]:
+    """Cited refs whose text differs in another snapshot of the project (one query)."""
+    if not refs:
+        return set()
+    others = (
+        Passage.objects.filter(snapshot__project_id=run.project_id, ref__in=refs)
+        .exclude(snapshot_id=run.snapshot_id)
+        .values_list("ref", "sha256")
+    )
+    return {ref for ref, digest in others if digest != passages[ref].sha256}
+
+
+def answer_pieces(
+    text: str, citations: list[Citation], cards: list[Card]
+) -> tuple[list[Piece], list[Citation]]:
+    """Split the answer at every marker and claim-span edge, so each piece knows what covers it."""
+    placed: list[Citation] = []
+    unplaced = [c for c in citations if c.start is None]
+    cursor = 0
+    for citation in sorted((c for c in citations if c.start is not None), key=lambda c: c.start):
+        if citation.start < cursor:
+            unplaced.append(citation)  # overlapping markers: show the first, list the rest
+            continue
+        placed.append(citation)
+        cursor = citation.end
+    spans = [
+        (start, end, card)
+        for card in cards
+        if not card.withdrawn
+        for start, end in card.revision.spans
+    ]
+    edges = {0, len(text)}
+    for citation in placed:
+        edges.update((citation.start, citation.end))
+    for start, end, _ in spans:
+        edges.update((start, end))
+    ordered = sorted(e for e in edges if 0 <= e <= len(text))
+    pieces = []
+    for start, end in zip(ordered, ordered[1:], strict=False):
+        if start == end:
+            continue
+        citation = next((c for c in placed if c.start <= start and end <= c.end), None)
+        covering = [card for s, e, card in spans if s <= start and end <= e]
+        support = covering[0].current.support if covering and covering[0].current else ""
+        pieces.append(
+            Piece(
+                start=start,
+                text=text[start:end],
+                citation=citation,
+                claims=list(dict.fromkeys(card.claim.key for card in covering)),
+                support=support,
+            )
+        )
+    return pieces, unplaced
+
+
+SENTENCE_END = re.compile(r"[.!?](?:\s+|$)")
+CONJUNCTION = re.compile(r",?\s+(?:and|but|while|whereas)\s+|;\s+", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class Suggestion:
+    spans: list[tuple[int, int]]
+    text: str
+    parts: list[Suggestion] = field(default_factory=list)
+
+
+def suggest_claims(text: str, marker_spans: list[tuple[int, int]]) -> list[Suggestion]:
+    """Sentences of the answer (markers left out), each with its split at conjunctions."""
+    masked = list(text)
+    for start, end in marker_spans:
+        for i in range(start, min(end, len(masked))):
+            masked[i] = "\0"
+    plain = "".join(masked)
+    suggestions = []
+    start = 0
+    for match in SENTENCE_END.finditer(plain):
+        suggestions.extend(_sentence(plain, start, match.end()))
+        start = match.end()
+    if start < len(plain):
+        suggestions.extend(_sentence(plain, start, len(plain)))
+    return suggestions
+
+
+def _trimmed(plain: str, start: int, end: int) -> tuple[int, int]:
+    while start < end and (plain[start].isspace() or plain[start] == "\0"):
+        start += 1
+    while end > start and (plain[end - 1].isspace() or plain[end - 1] == "\0"):
+        end -= 1
+    return start, end
+
+
+def _clean(plain: str, start: int, end: int) -> str:
+    return re.sub(r"\s+", " ", plain[start:end].replace("\0", "")).strip()
+
+
+def _sentence(plain: str, start: int, end: int) -> list[Suggestion]:
+    start, end = _trimmed(plain, start, end)
+    if start >= end or not _clean(plain, start, end):
+        return []
+    parts = []
+    cursor = start
+    for match in CONJUNCTION.finditer(plain, start, end):
+        a, b = _trimmed(plain, cursor, match.start())
+        if len(plain[a:b].split()) >= 3:
+            parts.append(Suggestion([(a, b)], _clean(plain, a, b)))
+            cursor = match.end()
+    if parts:
+        a, b = _trimmed(plain, cursor, end)
+        if len(plain[a:b].split()) >= 2:
+            parts.append(Suggestion([(a, b)], _clean(plain, a, b)))
+        else:
+            parts = []
+    return [Suggestion([(start, end)], _clean(plain, start, end), parts if len(parts) > 1 else [])]
+
+
+def next_in_queue(*, membership: Membership, after: Response | None = None) -> Response | None:
+    """My next assigned response that is not reviewed yet (decomposition or my verdicts)."""
+    user = membership.user
+    lacking_my_verdict = Claim.objects.filter(response=OuterRef("pk")).exclude(
+        Exists(VerdictRevision.objects.filter(claim=OuterRef("pk"), author=user))
+    )
+    queue = (
+        Response.objects.filter(
+            run__project=membership.project,
+            assignments__reviewer=user,
+        )
+        .annotate(review_complete=latest_review_complete())
+        .filter(~reviewed_condition() | Exists(lacking_my_verdict))
+        .select_related("run", "case")
+        .order_by("run__imported_at", "run_id", "position")
+    )
+    if after is not None:
+        later = queue.filter(
+            Q(run_id=after.run_id, position__gt=after.position) | ~Q(run_id=after.run_id)
+        ).first()
+        return later or queue.exclude(pk=after.pk).first()
+    return queue.first()
+
+
+def assignments_for_run(*, run: Run) -> dict[int, list[str]]:
+    result: dict[int, list[str]] = {}
+    for response_id, username in Assignment.objects.filter(response__run=run).values_list(
+        "response_id", "reviewer__username"
+    ):
+        result.setdefault(response_id, []).append(username)
+    return result
+
+
+@dataclass
+class Disagreement:
+    claim: Claim
+    revision: ClaimRevision
+    verdicts: list[VerdictRevision]  # the newest of each annotator
+    adjudication: VerdictRevision | None
+
+
+def disagreements(*, run: Run) -> list[Disagreement]:
+    """Claims whose annotators' newest verdicts differ in support, in a fixed number of queries."""
+    claims = (
+        Claim.objects.filter(response__run=run)
+        .select_related("response__case")
+        .prefetch_related(
+            Prefetch("revisions", queryset=ClaimRevision.objects.order_by("-seq")),
+            Prefetch("verdicts", queryset=VerdictRevision.objects.order_by("-seq")),
+        )
+        .order_by("response__position", "position")
+    )
+    found = []
+    for claim in claims:
+        newest: dict[str, VerdictRevision] = {}
+        adjudication = None
+        for verdict in claim.verdicts.all():
+            if verdict.origin == Origin.ADJUDICATION:
+                adjudication = adjudication or verdict
+            else:
+                newest.setdefault(verdict.annotator, verdict)
+        if len({v.support for v in newest.values()}) > 1:
+            revision = claim.revisions.all()[0]
+            if not revision.withdrawn:
+                found.append(Disagreement(claim, revision, list(newest.values()), adjudication))
+    return found
+
+
+def member_for_user(*, project_id: int, user: AbstractBaseUser) -> Membership | None:
+    return Membership.objects.filter(project_id=project_id, user=user).first()

@@ -1,0 +1,350 @@
+"""Writes of the cards app: claims, verdicts, review marks, assignments.
+
+Every write to a claim's chain locks the claim first (SELECT … FOR UPDATE on
+PostgreSQL; on SQLite every transaction already begins IMMEDIATE, which
+serialises writers), reads the chain head, and appends the next revision with
+the head's hash. Two people saving at once therefore get contiguous numbers
+and neither save is lost; the unique (claim, seq) constraints and the
+cross-table trigger refuse anything that slips past.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from cards.chain import claim_revision_document, seal, verdict_revision_document
+from cards.models import (
+    Assignment,
+    Association,
+    Claim,
+    ClaimKind,
+    ClaimRevision,
+    Diagnosis,
+    Origin,
+    Relevance,
+    ResponseReview,
+    Support,
+    VerdictRevision,
+)
+from evidence.models import Membership
+from replay.models import Response
+
+BLANK = re.compile(r"^\s*$")
+
+
+class StaleCard(Exception):
+    """The card changed since the form was loaded; nothing was saved."""
+
+
+@dataclass(frozen=True)
+class ChainHead:
+    seq: int
+    sha256: str | None
+
+
+def _identity(claim: Claim) -> dict[str, str]:
+    response = claim.response
+    return {
+        "project": response.run.project.slug,
+        "run_id": response.run.run_id,
+        "case_id": response.case.case_id,
+        "claim_id": claim.key,
+    }
+
+
+def _lock_claim(claim_pk: int) -> tuple[Claim, ChainHead]:
+    claim = (
+        Claim.objects.select_for_update(of=("self",))
+        .select_related("response__run__project", "response__case", "response__expectation")
+        .get(pk=claim_pk)
+    )
+    heads = [
+        row
+        for row in (
+            ClaimRevision.objects.filter(claim=claim)
+            .order_by("-seq")
+            .values_list("seq", "sha256")
+            .first(),
+            VerdictRevision.objects.filter(claim=claim)
+            .order_by("-seq")
+            .values_list("seq", "sha256")
+            .first(),
+        )
+        if row is not None
+    ]
+    seq, digest = max(heads) if heads else (0, None)
+    return claim, ChainHead(seq, digest)
+
+
+def _require_member(*, project_id: int, user: AbstractBaseUser, lead: bool = False) -> Membership:
+    membership = Membership.objects.filter(project_id=project_id, user=user).first()
+    if membership is None or (lead and not membership.can_lead):
+        raise PermissionDenied(
+            "Only a lead of this project may do this." if lead else "Not a member."
+        )
+    return membership
+
+
+def _clean_text(value: str, field: str, what: str) -> str:
+    if value is None or BLANK.match(value):
+        raise ValidationError({field: f"{what} is required: write it out, not only blanks."})
+    return value.strip()
+
+
+def _clean_spans(spans: Sequence[Sequence[int]], text: str) -> list[list[int]]:
+    cleaned = []
+    for span in spans:
+        if len(span) != 2:
+            raise ValidationError({"spans": "Each span is a start and an end offset."})
+        start, end = int(span[0]), int(span[1])
+        if not 0 <= start < end <= len(text):
+            raise ValidationError({"spans": f"Span {start}..{end} is outside the answer."})
+        cleaned.append([start, end])
+    return sorted(cleaned)
+
+
+def citations_within(response: Response, spans: Sequence[Sequence[int]]) -> list[str]:
+    """Refs of the markers inside a span, or right after one (only blanks or punctuation between).
+
+    Markers usually follow the sentence they support: "… final-sale items.[D-01]".
+    """
+    refs: list[str] = []
+    text = response.text
+    for citation in response.citations.select_related("passage").order_by("position"):
+        if citation.start is None:
+            continue
+        for start, end in spans:
+            overlaps = citation.start < end and citation.end > start
+            follows = citation.start >= end and not text[end : citation.start].strip(" .,;:!?")
+            if overlaps or follows:
+                refs.append(citation.passage.ref)
+                break
+    return list(dict.fromkeys(refs))
+
+
+def _allowed_refs(response: Response) -> set[str]:
+    refs = set(response.retrieved.values_list("passage__ref", flat=True))
+    refs.update(response.citations.values_list("passage__ref", flat=True))
+    return refs
+
+
+def _check_links(response: Response, *, facts, gaps, citations) -> None:
+    expectation = response.expectation
+    unknown_facts = set(facts) - set(expectation.fact_ids)
+    if unknown_facts:
+        raise ValidationError(
+            {"facts": f"Not a required fact of this case: {', '.join(sorted(unknown_facts))}."}
+        )
+    unknown_gaps = set(gaps) - set(expectation.gap_ids)
+    if unknown_gaps:
+        raise ValidationError(
+            {"gaps": f"Not a known gap of this case: {', '.join(sorted(unknown_gaps))}."}
+        )
+    unknown_refs = set(citations) - _allowed_refs(response)
+    if unknown_refs:
+        raise ValidationError(
+            {"citations": f"Not a passage of this response: {', '.join(sorted(unknown_refs))}."}
+        )
+
+
+def _append_claim_revision(
+    *, claim: Claim, head: ChainHead, author: AbstractBaseUser, text: str, kind: str,
+    spans: list, citations: list[str], facts: list[str], gaps: list[str], withdrawn: bool,
+    reason: str,
+) -> ClaimRevision:  # fmt: skip
+    now = timezone.now()
+    document = claim_revision_document(
+        **_identity(claim), seq=head.seq + 1, text=text, kind=kind, spans=spans,
+        citations=citations, facts=facts, gaps=gaps, withdrawn=withdrawn, reason=reason,
+        annotator=author.get_username(), origin=Origin.REVIEW, created_at=now,
+        prev_sha256=head.sha256,
+    )  # fmt: skip
+    return ClaimRevision.objects.create(
+        claim=claim, seq=head.seq + 1, text=text, kind=kind, spans=spans, citations=citations,
+        facts=facts, gaps=gaps, withdrawn=withdrawn, reason=reason, author=author,
+        annotator=author.get_username(), origin=Origin.REVIEW, created_at=now,
+        prev_sha256=head.sha256, sha256=seal(document),
+    )  # fmt: skip
+
+
+@transaction.atomic
+def claim_create(
+    *, response: Response, author: AbstractBaseUser, text: str, spans: Sequence[Sequence[int]],
+    kind: str = ClaimKind.FACTUAL, facts: Sequence[str] = (), gaps: Sequence[str] = (),
+    citations: Sequence[str] | None = None,
+) -> Claim:  # fmt: skip
+    """Split one atomic claim out of an answer; its citations default to the markers it covers."""
+    _require_member(project_id=response.run.project_id, user=author)
+    text = _clean_text(text, "text", "The claim text")
+    if kind not in ClaimKind.values:
+        raise ValidationError({"kind": "A claim is factual or an abstention."})
+    spans = _clean_spans(spans, response.text)
+    if citations is None:
+        citations = citations_within(response, spans)
+    citations, facts, gaps = (
+        list(dict.fromkeys(citations)),
+        list(dict.fromkeys(facts)),
+        list(dict.fromkeys(gaps)),
+    )
+    _check_links(response, facts=facts, gaps=gaps, citations=citations)
+    # Lock the response's claim list so two splits at once get distinct keys and positions.
+    Response.objects.select_for_update(of=("self",)).filter(pk=response.pk).first()
+    existing = list(Claim.objects.filter(response=response).values_list("key", "position"))
+    keys = {key for key, _ in existing}
+    number = len(existing) + 1
+    while f"c{number}" in keys:
+        number += 1
+    claim = Claim.objects.create(
+        response=response, key=f"c{number}", position=max((p for _, p in existing), default=0) + 1
+    )
+    _append_claim_revision(
+        claim=claim, head=ChainHead(0, None), author=author, text=text, kind=kind, spans=spans,
+        citations=citations, facts=facts, gaps=gaps, withdrawn=False, reason="",
+    )  # fmt: skip
+    return claim
+
+
+@transaction.atomic
+def claim_revise(
+    *, claim: Claim, author: AbstractBaseUser, seen_claim_seq: int, reason: str,
+    text: str | None = None, spans: Sequence[Sequence[int]] | None = None, kind: str | None = None,
+    facts: Sequence[str] | None = None, gaps: Sequence[str] | None = None,
+    citations: Sequence[str] | None = None, withdrawn: bool | None = None,
+) -> ClaimRevision:  # fmt: skip
+    """Rewrite, relink or withdraw a claim: a new revision with a reason; the old one stays."""
+    claim, head = _lock_claim(claim.pk)
+    response = claim.response
+    _require_member(project_id=response.run.project_id, user=author)
+    reason = _clean_text(reason, "reason", "A reason for the change")
+    current = ClaimRevision.objects.filter(claim=claim).order_by("-seq").first()
+    if current.seq != seen_claim_seq:
+        raise StaleCard(
+            f"{current.annotator} changed this claim since you opened it. "
+            "Your change was not saved; here is the current card."
+        )
+    new_text = _clean_text(text, "text", "The claim text") if text is not None else current.text
+    new_kind = kind if kind is not None else current.kind
+    if new_kind not in ClaimKind.values:
+        raise ValidationError({"kind": "A claim is factual or an abstention."})
+    new_spans = _clean_spans(spans, response.text) if spans is not None else current.spans
+    new_facts = list(dict.fromkeys(facts)) if facts is not None else current.facts
+    new_gaps = list(dict.fromkeys(gaps)) if gaps is not None else current.gaps
+    new_citations = list(dict.fromkeys(citations)) if citations is not None else current.citations
+    _check_links(response, facts=new_facts, gaps=new_gaps, citations=new_citations)
+    return _append_claim_revision(
+        claim=claim, head=head, author=author, text=new_text, kind=new_kind, spans=new_spans,
+        citations=new_citations, facts=new_facts, gaps=new_gaps,
+        withdrawn=current.withdrawn if withdrawn is None else withdrawn, reason=reason,
+    )  # fmt: skip
+
+
+@transaction.atomic
+def verdict_save(
+    *, claim: Claim, author: AbstractBaseUser, support: str, reason: str,
+    seen_claim_seq: int, seen_own_seq: int | None, association: str | None = None,
+    contradicts: bool = False, diagnosis: str = "",
+    citation_relevance: dict[str, str] | None = None, note: str = "",
+    adjudication: bool = False, seen_head_seq: int | None = None,
+) -> VerdictRevision:  # fmt: skip
+    """Append a verdict revision (or a lead's adjudication) to the claim's chain.
+
+    Stale forms are refused: the claim was rewritten since the form was loaded,
+    or the author saved another verdict on it elsewhere; an adjudication is
+    also refused when any verdict arrived since the lead looked.
+    """
+    claim, head = _lock_claim(claim.pk)
+    _require_member(project_id=claim.response.run.project_id, user=author, lead=adjudication)
+    errors: dict[str, str] = {}
+    if support not in Support.values:
+        errors["support"] = "Choose supported, partial, unsupported or not assessable."
+    if reason is None or BLANK.match(reason):
+        errors["reason"] = "A written reason is required: say what in the passage decides it."
+    if contradicts and support != Support.UNSUPPORTED:
+        errors["contradicts"] = "Only an unsupported claim can be marked as contradicted."
+    if diagnosis and diagnosis not in Diagnosis.values:
+        errors["diagnosis"] = "Not one of the six diagnoses."
+    current = ClaimRevision.objects.filter(claim=claim).order_by("-seq").first()
+    relevance = {ref: label for ref, label in (citation_relevance or {}).items() if label}
+    if set(relevance) - set(current.citations) or set(relevance.values()) - set(Relevance.values):
+        errors["citation_relevance"] = "Relevance is judged only for the claim's citations."
+    if association is None:
+        association = Association.ATTACHED if current.citations else Association.MISSING
+    if association not in Association.values:
+        errors["association"] = "A citation is attached or missing."
+    if current.withdrawn:
+        errors["support"] = "This claim was withdrawn; it takes no verdict."
+    if errors:
+        raise ValidationError(errors)
+    if current.seq != seen_claim_seq:
+        raise StaleCard(
+            f"{current.annotator} rewrote this claim since you opened it. Your verdict was not "
+            "saved; read the claim again and save."
+        )
+    origin = Origin.ADJUDICATION if adjudication else Origin.REVIEW
+    mine = (
+        VerdictRevision.objects.filter(claim=claim, author=author, origin=origin)
+        .order_by("-seq")
+        .first()
+    )
+    if (mine.seq if mine else None) != seen_own_seq:
+        raise StaleCard(
+            "You saved another verdict on this claim (in another window?) since this form was "
+            "loaded. Nothing was lost; here is the current card."
+        )
+    if adjudication and seen_head_seq is not None and head.seq != seen_head_seq:
+        raise StaleCard("A verdict arrived since you opened this claim; read it, then adjudicate.")
+    now = timezone.now()
+    seq = head.seq + 1
+    document = verdict_revision_document(
+        **_identity(claim), seq=seq, annotator=author.get_username(), origin=origin,
+        association=association, support=support, contradicts=contradicts,
+        reason=reason.strip(), diagnosis=diagnosis, citation_relevance=relevance, note=note,
+        stated_at=None, supersedes=mine.seq if mine else None, created_at=now,
+        prev_sha256=head.sha256,
+    )  # fmt: skip
+    return VerdictRevision.objects.create(
+        claim=claim, seq=seq, author=author, annotator=author.get_username(), origin=origin,
+        association=association, support=support, contradicts=contradicts,
+        reason=reason.strip(), diagnosis=diagnosis, citation_relevance=relevance, note=note,
+        supersedes=mine, created_at=now, prev_sha256=head.sha256, sha256=seal(document),
+    )  # fmt: skip
+
+
+@transaction.atomic
+def response_mark_complete(
+    *, response: Response, author: AbstractBaseUser, complete: bool = True
+) -> ResponseReview:
+    """Mark the decomposition complete (metrics count only reviewed responses), or reopen it."""
+    _require_member(project_id=response.run.project_id, user=author)
+    if complete and response.text and not Claim.objects.filter(response=response).exists():
+        # An answer with text and no claim is unreviewed, not an abstention.
+        raise ValidationError(
+            {"complete": "Split the answer into claims first (an abstention is a claim too)."}
+        )
+    return ResponseReview.objects.create(
+        response=response, complete=complete, author=author,
+        annotator=author.get_username(), origin=Origin.REVIEW,
+    )  # fmt: skip
+
+
+@transaction.atomic
+def assignment_set(
+    *, responses: Sequence[Response], reviewer: AbstractBaseUser, lead: AbstractBaseUser
+) -> int:
+    """Assign responses to a reviewer (a member of their project); returns how many were new."""
+    created = 0
+    for response in responses:
+        _require_member(project_id=response.run.project_id, user=lead, lead=True)
+        _require_member(project_id=response.run.project_id, user=reviewer)
+        _, was_created = Assignment.objects.get_or_create(
+            response=response, reviewer=reviewer, defaults={"assigned_by": lead}
+        )
+        created += was_created
+    return created
