@@ -65,7 +65,11 @@ class RowWriter:
         column_list = ", ".join(columns)
         with connection.cursor() as cursor:
             if self.vendor == "postgresql":
-                with cursor.copy(f"COPY {table} ({column_list}) FROM STDIN") as copy:
+                # Django does not wrap COPY: map psycopg's errors to Django's ourselves.
+                with (
+                    connection.wrap_database_errors,
+                    cursor.copy(f"COPY {table} ({column_list}) FROM STDIN") as copy,
+                ):
                     for row in rows:
                         copy.write_row(row)
             else:

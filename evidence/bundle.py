@@ -135,6 +135,7 @@ def parse_line(number: int, raw: bytes | None) -> tuple[dict | None, Problem | N
         return None, Problem(number, "", f"not valid UTF-8 (byte {exc.start + 1} of the line)")
     if number == 1 and text.startswith("\ufeff"):
         text = text[1:]
+    text = text.rstrip("\r\n")
     if not text.strip():
         return None, None
     try:
@@ -150,14 +151,54 @@ def parse_line(number: int, raw: bytes | None) -> tuple[dict | None, Problem | N
         return None, Problem(number, "", "JSON nested too deeply")
     except ValueError as exc:  # NaN, huge numbers, duplicate keys
         message = str(exc)
-        if "digits" in message:
+        if "integer string conversion" in message:
             message = "a number has too many digits"
         return None, Problem(number, "", f"not valid JSON: {message}")
     if not isinstance(value, dict):
         return None, Problem(number, "", f"a line must be a JSON object, not {_type_name(value)}")
     if _depth(value) > MAX_DEPTH:
         return None, Problem(number, "", f"JSON nested deeper than {MAX_DEPTH} levels")
+    if "\\u" in text and _SUSPECT_ESCAPE.search(text):
+        found = _unstorable_string(value, "")
+        if found is not None:
+            return None, Problem(number, *found)
     return value, None
+
+
+# Escapes that can decode to text no database stores: NUL, and UTF-16 surrogates (a
+# lone one is not Unicode at all; a pair decodes to one character and is fine).
+_SUSPECT_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F][0-9a-fA-F]{2})")
+
+
+def _unstorable_string(value: Any, path: str) -> tuple[str, str] | None:
+    """The first string (or key) holding a NUL or an unpaired surrogate, with its path."""
+    stack: list[tuple[Any, str]] = [(value, path)]
+    while stack:
+        node, where = stack.pop()
+        if isinstance(node, dict):
+            for key, child in node.items():
+                problem = _string_problem(key)
+                if problem:
+                    return f"{where}/{_escape(key)}", f"the key {problem}"
+                stack.append((child, f"{where}/{_escape(key)}"))
+        elif isinstance(node, list):
+            stack.extend((child, f"{where}/{i}") for i, child in enumerate(node))
+        elif isinstance(node, str):
+            problem = _string_problem(node)
+            if problem:
+                return where, problem
+    return None
+
+
+def _string_problem(text: str) -> str | None:
+    if "\x00" in text:
+        return "contains a NUL character (\\u0000), which cannot be stored"
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError as exc:
+        code = ord(text[exc.start])
+        return f"contains an unpaired surrogate (\\u{code:04x}), which is not valid Unicode"
+    return None
 
 
 def _depth(value: Any) -> int:
@@ -203,7 +244,11 @@ _TYPE_TESTS: dict[str, Callable[[Any], bool]] = {
     "object": lambda v: isinstance(v, dict),
     "array": lambda v: isinstance(v, list),
     "string": lambda v: isinstance(v, str),
-    "integer": lambda v: isinstance(v, int) and not isinstance(v, bool),
+    # JSON Schema counts 1.0 as an integer; callers convert with int() before use.
+    "integer": lambda v: (
+        (isinstance(v, int) and not isinstance(v, bool))
+        or (isinstance(v, float) and v.is_integer())
+    ),
     "number": lambda v: isinstance(v, int | float) and not isinstance(v, bool),
     "boolean": lambda v: isinstance(v, bool),
 }
@@ -290,9 +335,7 @@ class _Compiler:
         checks.extend(self._array_checks(node))
         checks.extend(self._object_checks(node))
 
-        if len(checks) == 1:
-            return checks[0]
-
+        # Always wrapped: a failed type check stops its own node, never its parent's.
         def check_all(v, p, out, checks=tuple(checks)):
             try:
                 for check in checks:
@@ -321,8 +364,8 @@ class _Compiler:
 
             checks.append(check_max_length)
         if "pattern" in node:
-            pattern = re.compile(node["pattern"])
             source = node["pattern"]
+            pattern = re.compile(_ecma_pattern(source))
 
             def check_pattern(v, p, out, pattern=pattern, source=source):
                 if not pattern.search(v):
@@ -400,6 +443,14 @@ class _Compiler:
 
             checks.append(check_properties)
         return checks
+
+
+def _ecma_pattern(source: str) -> str:
+    """ECMA-262's `$` (no multiline flag) is the end of the input; Python's `$` also matches
+    before a final newline, which would let `"Q-017\\n"` pass as an id."""
+    if source.endswith("$") and not source.endswith("\\$"):
+        return source[:-1] + r"\Z"
+    return source
 
 
 class _Stop(Exception):

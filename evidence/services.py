@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO, Any
@@ -135,9 +136,9 @@ def bundle_import(
     except IntegrityError as exc:
         # Every rule is checked before writing; what reaches here is a race with
         # another writer (the same run_id imported twice at once, say).
-        importer.problems.append(Problem(0, "", f"the database refused the import: {exc}"))
+        importer.last_word(Problem(0, "", f"the database refused the import: {exc}"))
     except DatabaseError as exc:
-        importer.problems.append(Problem(0, "", f"the database failed during the import: {exc}"))
+        importer.last_word(Problem(0, "", f"the database failed during the import: {exc}"))
     if importer.problems:
         raise BundleInvalid(importer.problems[:MAX_PROBLEMS], more=importer.truncated)
     return importer.summary
@@ -201,6 +202,7 @@ class _Importer:
         self.run_line: dict | None = None
         self.run_pk: int | None = None
         self.first_line: int | None = None
+        self.seen_content = False
         self.passages: dict[str, _PassageSeen] = {}
         self.cases: dict[str, _CaseSeen] = {}
         self.responded: dict[str, int] = {}
@@ -219,6 +221,13 @@ class _Importer:
             raise _StopReading
         self.problems.append(Problem(line, path, message))
 
+    def last_word(self, problem: Problem) -> None:
+        """A problem that ends reading is always shown, even past the cap."""
+        if len(self.problems) >= MAX_PROBLEMS:
+            self.truncated = True
+            del self.problems[MAX_PROBLEMS - 1 :]
+        self.problems.append(problem)
+
     def read(self, raw: IO[bytes], progress: Progress | None) -> None:
         if self.project is None and not self.create_project:
             self.problems.append(Problem(0, "", f"project {self.project_slug!r} does not exist"))
@@ -236,19 +245,21 @@ class _Importer:
                     len(self.pending_passages) >= FLUSH_EVERY_PASSAGES
                 ):
                     self.flush()
-            if self.first_line is None:
+            if not self.seen_content:
                 self.problem(0, "", "the bundle is empty: its first line must be the run")
             elif self.run_line is not None:
                 self.flush()
                 self.finish()
         except BundleReadError as exc:
-            self.problems.append(exc.problem)
+            self.last_word(exc.problem)
         except _StopReading:
             pass
         if progress is not None:
             progress(counter.bytes_read, self.summary.lines)
 
     def feed(self, number: int, chunk: bytes | None) -> None:
+        if chunk is None or chunk.strip():
+            self.seen_content = True
         line, problem = parse_line(number, chunk)
         if problem is not None:
             self.problem(problem.line, problem.path, problem.message)
@@ -392,8 +403,11 @@ class _Importer:
         text: str = line["text"]
         if not text and not line.get("abstained", False):
             self.problem(number, "/text", "is empty, which only an abstained response may be")
+        _integral(line)
         seen_refs: dict[str, int] = {}
         for i, item in enumerate(line["retrieved"]):
+            if "score" in item and not _fits_float(item["score"]):
+                self.problem(number, f"/retrieved/{i}/score", "is too large for a number")
             if item["rank"] != i + 1:
                 self.problem(
                     number,
@@ -515,17 +529,17 @@ class _Importer:
             return
         refs = [p.ref for p in pending]
         stored = {
-            ref: (pk, digest)
-            for ref, pk, digest in Passage.objects.filter(
-                snapshot=self.snapshot, ref__in=refs
-            ).values_list("ref", "id", "sha256")
+            row[0]: row[1:]
+            for row in Passage.objects.filter(snapshot=self.snapshot, ref__in=refs).values_list(
+                "ref", "id", "sha256", *PASSAGE_LOCATOR
+            )
         }
         new: list[_PassageSeen] = []
         for seen in pending:
             if seen.ref not in stored:
                 new.append(seen)
                 continue
-            pk, digest = stored[seen.ref]
+            pk, digest, *locator = stored[seen.ref]
             if digest != seen.sha256:
                 self.problem(
                     seen.line,
@@ -533,6 +547,19 @@ class _Importer:
                     f"passage {seen.ref} already has another text in snapshot "
                     f"{self.snapshot.name} (stored SHA-256 {digest}, this line {seen.sha256}); "
                     "a changed text belongs to another snapshot or version",
+                )
+                continue
+            changed = [
+                name
+                for name, value in zip(PASSAGE_LOCATOR, locator, strict=True)
+                if seen.data.get(name, PASSAGE_DEFAULTS.get(name, "")) != value
+            ]
+            if changed:
+                self.problem(
+                    seen.line,
+                    f"/{changed[0]}",
+                    f"passage {seen.ref} is stored in snapshot {self.snapshot.name} with the "
+                    f"same text but another {', '.join(changed)}; a snapshot is frozen",
                 )
                 continue
             seen.pk = pk
@@ -678,7 +705,8 @@ class _Importer:
                 retrievals.append(
                     (
                         next(retrieval_ids), response_pk, item["rank"],
-                        self.passages[item["ref"]].pk, item.get("score"),
+                        self.passages[item["ref"]].pk,
+                        float(item["score"]) if "score" in item else None,
                         to_json(item.get("filters")),
                     )
                 )  # fmt: skip
@@ -803,10 +831,33 @@ class _Importer:
         )
 
 
+def _integral(response: dict) -> None:
+    """Integers may be written 1.0 (JSON Schema allows it): make them ints before use."""
+    for item in response["retrieved"]:
+        item["rank"] = int(item["rank"])
+    for citation in response.get("citations", ()):
+        for key in ("start", "end"):
+            if key in citation:
+                citation[key] = int(citation[key])
+    for claim in response.get("claims", ()):
+        claim["spans"] = [[int(a), int(b)] for a, b in claim.get("spans", ())]
+
+
+def _fits_float(value: float | int) -> bool:
+    try:
+        return math.isfinite(float(value))
+    except OverflowError:
+        return False
+
+
 def _quoted(*names: str) -> tuple[str, ...]:
     return tuple(connection.ops.quote_name(name) for name in names)
 
 
+PASSAGE_LOCATOR = (
+    "title", "url", "anchor", "context_before", "context_after", "version_status", "superseded_by",
+)  # fmt: skip
+PASSAGE_DEFAULTS = {"version_status": "unknown"}
 PASSAGE_COLUMNS = _quoted(
     "id", "snapshot_id", "ref", "doc_id", "version", "chunk_id", "text", "sha256", "title", "url",
     "anchor", "context_before", "context_after", "version_status", "superseded_by",

@@ -8,6 +8,7 @@ from django.db.models import F, Q
 from django.db.models.functions import Now
 from django.urls import reverse
 
+from evidence.fields import VerbatimJSONField
 from evidence.models import Case, Expectation, Passage, Project, Snapshot
 
 
@@ -19,7 +20,7 @@ class Run(models.Model):
     label = models.CharField(max_length=300, blank=True, default="")
     created_at = models.DateTimeField(help_text="When the run was generated (from the bundle).")
     snapshot = models.ForeignKey(Snapshot, models.PROTECT, related_name="runs")
-    system = models.JSONField(default=dict)  # kept verbatim
+    system = VerbatimJSONField(default=dict)
     locale = models.CharField(max_length=35, blank=True, default="")
     baseline_run_id = models.CharField(max_length=100, blank=True, default="")
     notes = models.TextField(blank=True, default="")
@@ -60,7 +61,7 @@ class Response(models.Model):
     answer_id = models.CharField(max_length=200, blank=True, default="")
     text = models.TextField(blank=True)
     abstained = models.BooleanField(default=False)
-    trace = models.JSONField(null=True, blank=True)  # kept verbatim; null when not given
+    trace = VerbatimJSONField(null=True, blank=True)  # null when the bundle gave none
 
     class Meta:
         constraints = [
@@ -85,7 +86,7 @@ class Retrieval(models.Model):
     rank = models.PositiveIntegerField()
     passage = models.ForeignKey(Passage, models.PROTECT, related_name="+")
     score = models.FloatField(null=True, blank=True)
-    filters = models.JSONField(null=True, blank=True)
+    filters = VerbatimJSONField(null=True, blank=True)
 
     class Meta:
         ordering = ["rank"]

@@ -1,6 +1,6 @@
 from django.db import migrations
 
-from evidence.dbguards import APPEND_ONLY_TABLES, AppendOnly, RunVendorSQL
+from evidence.dbguards import AppendOnly, RunVendorSQL
 
 # A claim's chain numbers its claim and verdict revisions together; each table's
 # unique (claim, seq) cannot see the other table, so a trigger checks across.
@@ -59,4 +59,4 @@ SEQ_GUARD = RunVendorSQL(
 class Migration(migrations.Migration):
     dependencies = [("cards", "0001_initial"), ("replay", "0002_append_only")]
 
-    operations = [AppendOnly(*APPEND_ONLY_TABLES["cards"]), SEQ_GUARD]
+    operations = [AppendOnly("cards_claim", "cards_claimrevision", "cards_verdictrevision", "cards_responsereview"), SEQ_GUARD]

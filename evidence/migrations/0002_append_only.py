@@ -1,9 +1,9 @@
 from django.db import migrations
 
-from evidence.dbguards import APPEND_ONLY_TABLES, AppendOnly
+from evidence.dbguards import AppendOnly
 
 
 class Migration(migrations.Migration):
     dependencies = [("evidence", "0001_initial")]
 
-    operations = [AppendOnly(*APPEND_ONLY_TABLES["evidence"])]
+    operations = [AppendOnly("evidence_passage", "evidence_case", "evidence_expectation")]

@@ -1,9 +1,9 @@
 from django.db import migrations
 
-from evidence.dbguards import APPEND_ONLY_TABLES, AppendOnly
+from evidence.dbguards import AppendOnly
 
 
 class Migration(migrations.Migration):
     dependencies = [("replay", "0001_initial"), ("evidence", "0002_append_only")]
 
-    operations = [AppendOnly(*APPEND_ONLY_TABLES["replay"])]
+    operations = [AppendOnly("replay_run", "replay_response", "replay_retrieval", "replay_citation")]

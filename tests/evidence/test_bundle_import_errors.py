@@ -16,7 +16,6 @@ import json
 from collections.abc import Callable
 
 import pytest
-from django.db import connection
 
 from cards.models import Claim, ClaimRevision, ResponseReview, VerdictRevision
 from evidence import bundle
@@ -132,14 +131,6 @@ def test_it_refuses_malformed_json(project):
     assert error.problems[0].path == ""
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG (cosmetic): parse_line decodes the line with its newline, so a line cut short "
-        "fails at 'line 2 column 1' of that text and the message says '(column 1)' instead "
-        "of pointing at the end of the line"
-    ),
-)
 def test_a_line_cut_short_is_reported_at_its_end(project):
     error = refused(with_line_5('{"kind": "response", "case_id": '))
     assert error.lines() == ["line 5: not valid JSON: Expecting value (column 33)"]
@@ -166,14 +157,6 @@ def test_it_refuses_latin1_text(project):
     assert error.lines()[0].startswith("line 5: not valid UTF-8 (byte ")
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: a JSON escape of a lone surrogate (\\ud800) parses into a str that cannot be "
-        "encoded as UTF-8; text_sha256() in on_passage raises UnicodeEncodeError, which "
-        "escapes bundle_import as a traceback instead of a line-numbered problem"
-    ),
-)
 def test_it_refuses_a_lone_surrogate_escape_in_a_passage_text(project):
     passage = extra_passage()
     del passage["sha256"]
@@ -183,14 +166,6 @@ def test_it_refuses_a_lone_surrogate_escape_in_a_passage_text(project):
     assert [(p.line, p.path) for p in error.problems] == [(6, "/text")]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: a lone surrogate escape (\\ud800) in a response text reaches the database "
-        "driver (SQLite and psycopg both raise UnicodeEncodeError), a traceback instead "
-        "of a line-numbered problem"
-    ),
-)
 def test_it_refuses_a_lone_surrogate_escape_in_a_response_text(project):
     raw = response_json(lambda r: r.update(text="x", citations=[], claims=[]))
     raw = raw.replace('"text": "x"', '"text": "x\\udc80"')
@@ -198,16 +173,6 @@ def test_it_refuses_a_lone_surrogate_escape_in_a_response_text(project):
     assert [(p.line, p.path) for p in error.problems] == [(5, "/text")]
 
 
-@pytest.mark.xfail(
-    connection.vendor == "postgresql",
-    strict=True,
-    reason=(
-        "BUG (PostgreSQL): a NUL character (\\u0000) in a passage text makes COPY fail with "
-        "psycopg.errors.DataError; RowWriter uses cursor.copy(), which Django does not wrap, "
-        "so bundle_import's `except DatabaseError` misses it and the import ends in a "
-        "traceback (SQLite stores the text)"
-    ),
-)
 def test_a_nul_character_never_escapes_as_a_driver_error(project):
     data = bundle_bytes(*good(), extra_passage(text="before\u0000after"))
     try:
@@ -216,16 +181,6 @@ def test_a_nul_character_never_escapes_as_a_driver_error(project):
         assert all(problem.line == 6 for problem in error.problems)
 
 
-@pytest.mark.xfail(
-    connection.vendor == "sqlite",
-    strict=True,
-    reason=(
-        "BUG (SQLite): a retrieval score written as an integer of 2**63 or more is a valid "
-        "JSON number, but executemany hands the Python int to sqlite3, which raises "
-        "OverflowError ('Python int too large to convert to SQLite INTEGER'): a traceback "
-        "out of bundle_import (PostgreSQL stores it as a float)"
-    ),
-)
 def test_a_huge_integer_score_is_stored_as_a_float(project):
     summary = import_bytes(changed(5, lambda r: r["retrieved"][0].update(score=10**30)))
     assert summary.retrieved == 2
@@ -289,14 +244,6 @@ def test_it_refuses_duplicate_keys_in_a_nested_object(project):
     assert error.lines() == ["line 5: not valid JSON: duplicate key 'rank' in one object"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: parse_line rewrites every ValueError whose text contains 'digits' into "
-        "'a number has too many digits', so a duplicate key named (or containing) "
-        "'digits' is reported as an oversized number"
-    ),
-)
 def test_a_duplicate_key_named_digits_is_reported_as_a_duplicate_key(project):
     raw = response_json(lambda r: r.update(trace={"x": 0}))
     raw = raw.replace('{"x": 0}', '{"digits": 1, "digits": 2}')
@@ -378,13 +325,6 @@ def test_it_refuses_an_empty_bundle(project, data):
     assert error.lines() == ["the bundle is empty: its first line must be the run"]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: when no line parses, first_line stays None and read() also reports "
-        "'the bundle is empty', which is false for a bundle that has a line"
-    ),
-)
 def test_a_bundle_whose_only_line_is_malformed_is_not_called_empty(project):
     error = refused(b"{not json\n")
     assert error.lines() == [
@@ -468,16 +408,6 @@ def test_it_refuses_a_created_at_that_is_not_rfc3339(project):
     assert error.lines() == ['line 1: /created_at: "28/09/2026" is not an RFC 3339 date-time']
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: patterns are applied with Python re.search, where `$` also matches before a "
-        "final newline; JSON Schema patterns are ECMA-262, where it does not. So "
-        '"Q-017\\n" passes ^[A-Za-z0-9._:-]{1,100}$ and is stored as a second case id '
-        '(run_id "r\\n" passes too: SQLite stores it, PostgreSQL\'s check constraint then '
-        "fails the whole import with a line-0 'the database refused the import' message)"
-    ),
-)
 @pytest.mark.parametrize(
     ("line_number", "change", "path"),
     [
@@ -493,15 +423,6 @@ def test_it_refuses_an_id_with_a_trailing_newline(project, line_number, change, 
     assert (line_number, path) in [(p.line, p.path) for p in error.problems]
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: a single-keyword schema node (e.g. trace {type: object}, abstained "
-        "{type: boolean}) raises _Stop without its own check_all to catch it, so the "
-        "exception unwinds the parent object's property loop and the problems of the "
-        "line's later fields are never reported"
-    ),
-)
 def test_every_bad_field_of_one_line_is_reported(project):
     raw = response_json().replace('{"kind": "response", ', '{"kind": "response", "trace": 5, ')
     raw = raw.replace('"case_id": "Q-017"', '"case_id": "Q 017"')
@@ -978,15 +899,6 @@ def test_it_does_not_say_it_stopped_at_exactly_50_problems(project):
     assert STOPPED not in error.lines()
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: a BundleReadError (truncated gzip) and a database error are appended to "
-        "importer.problems without going through problem(), so when 50 problems are "
-        "already recorded the 51st is cut off by problems[:MAX_PROBLEMS] while `more` "
-        "stays False: the truncation is silently dropped"
-    ),
-)
 def test_a_read_error_after_50_problems_is_not_dropped_silently(project):
     packed = gzip.compress(bundle_bytes(*good(), *["{bad"] * 50, *[""] * 100), mtime=0)
     error = refused(packed[:-10])

@@ -590,15 +590,6 @@ def test_a_later_judgement_by_the_same_annotator_supersedes_the_earlier(project)
     assert [v.supersedes for v in verdicts] == [None, None, verdicts[0]]
 
 
-@pytest.mark.xfail(
-    connection.vendor == "postgresql",
-    strict=True,
-    reason=(
-        "BUG (PostgreSQL): the spec keeps `trace` verbatim, but JSONField is jsonb there, "
-        "which stores numbers as numeric: 1e23 comes back as the int 10**23 (a different "
-        "value), 1e16 as an int, -0.0 as 0 (SQLite keeps the JSON text)"
-    ),
-)
 def test_a_trace_keeps_its_numbers_as_written(project):
     lines = everything_bundle()
     trace = {"big": 1e23, "round": 1e16, "negative_zero": -0.0, "small": 1e-7}

@@ -305,15 +305,6 @@ def test_a_boolean_is_not_an_integer_for_either(value):
     assert not ours_valid(line)
 
 
-@pytest.mark.xfail(
-    strict=True,
-    reason=(
-        "BUG: JSON Schema (2020-12 and jsonschema) counts any number with a zero fraction "
-        'as an integer, so the spec\'s schema accepts "rank": 1.0 or "start": 67.0; our '
-        "checker's integer test is isinstance(v, int) and refuses them ('must be an "
-        "integer, not a number'): the compiled checker and the schema disagree"
-    ),
-)
 @pytest.mark.parametrize(
     ("path", "value"),
     [
