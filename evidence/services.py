@@ -37,7 +37,7 @@ from evidence.bundle import (
     schema_problems,
 )
 from evidence.canonical import canonical_json, sha256_hex, text_sha256
-from evidence.models import Case, Expectation, Membership, Passage, Project, Snapshot
+from evidence.models import Case, Expectation, Membership, Passage, Project, Role, Snapshot
 from replay.models import Citation, Response, Retrieval, Run
 
 BUNDLE_ANNOTATOR = "bundle"  # author of claim decompositions that arrive inside a bundle
@@ -927,3 +927,37 @@ def membership_set(*, project: Project, user: AbstractBaseUser, role: str) -> Me
         project=project, user=user, defaults={"role": role}
     )
     return membership
+
+
+@transaction.atomic
+def membership_change(
+    *, project: Project, actor: AbstractBaseUser, username: str, role: str | None
+) -> str:
+    """A project admin adds, re-roles (`role`) or removes (`role=None`) a member.
+
+    Returns what happened, for the page. The last admin cannot leave or be
+    demoted: a project always has someone who can manage it.
+    """
+    from django.contrib.auth import get_user_model
+    from django.core.exceptions import PermissionDenied, ValidationError
+
+    acting = Membership.objects.filter(project=project, user=actor).first()
+    if acting is None or acting.role != Role.ADMIN:
+        raise PermissionDenied("Only a project admin manages members.")
+    user = get_user_model().objects.filter(username=username).first()
+    if user is None:
+        raise ValidationError(f"There is no user {username!r}; an administrator creates accounts.")
+    if role is not None and role not in Role.values:
+        raise ValidationError("A role is reviewer, lead or admin.")
+    current = Membership.objects.select_for_update().filter(project=project, user=user).first()
+    if current is not None and current.role == Role.ADMIN and role != Role.ADMIN:
+        admins = Membership.objects.filter(project=project, role=Role.ADMIN).count()
+        if admins == 1:
+            raise ValidationError("This is the project's last admin; name another admin first.")
+    if role is None:
+        if current is None:
+            return f"{username} was not a member."
+        current.delete()
+        return f"{username} removed from the project."
+    membership_set(project=project, user=user, role=role)
+    return f"{username} is now a {role}."

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.contrib import messages
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods
@@ -10,9 +11,16 @@ from django_htmx.http import HttpResponseClientRedirect
 
 from evidence.forms import BundleUploadForm
 from evidence.http import HtmxHttpRequest
+from evidence.models import Membership, Role
 from evidence.selectors import membership_for, projects_for_user
-from evidence.services import BundleInvalid, bundle_import
+from evidence.services import BundleInvalid, bundle_import, membership_change
 from replay.selectors import runs_for_project
+
+
+def forbidden(request: HtmxHttpRequest, project, action: str) -> HttpResponse:
+    """403 for a member who may not do this (an outsider gets 404 before reaching here)."""
+    context = {"project": project, "action": action}
+    return render(request, "evidence/forbidden.html", context, status=403)
 
 
 @require_GET
@@ -38,10 +46,7 @@ def bundle_upload(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     membership = membership_for(user=request.user, slug=slug)
     project = membership.project
     if not membership.can_lead:
-        return render(
-            request, "evidence/forbidden.html", {"project": project, "action": "import runs"},
-            status=403,
-        )  # fmt: skip
+        return forbidden(request, project, "import runs")
     form = BundleUploadForm(request.POST or None, request.FILES or None)
     problems: list[str] = []
     summary = None
@@ -83,3 +88,35 @@ def bundle_upload(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     }
     template = "evidence/upload.html#result" if request.htmx else "evidence/upload.html"
     return render(request, template, context, status=status)
+
+
+@require_http_methods(["GET", "POST"])
+def project_members(request: HtmxHttpRequest, slug: str) -> HttpResponse:
+    membership = membership_for(user=request.user, slug=slug)
+    project = membership.project
+    if request.method == "POST":
+        role = request.POST.get("role") or None
+        try:
+            done = membership_change(
+                project=project,
+                actor=request.user,
+                username=request.POST.get("username", "").strip(),
+                role=None if request.POST.get("remove") else role,
+            )
+        except PermissionDenied:
+            return forbidden(request, project, "manage members")
+        except ValidationError as exc:
+            messages.error(request, " ".join(exc.messages))
+        else:
+            messages.success(request, done)
+        return redirect("project_members", slug)
+    members = (
+        Membership.objects.filter(project=project)
+        .select_related("user")
+        .order_by("user__username")
+    )
+    return render(
+        request,
+        "evidence/members.html",
+        {"project": project, "membership": membership, "members": members, "roles": Role.choices},
+    )

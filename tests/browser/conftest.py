@@ -15,6 +15,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
+from dataclasses import dataclass
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -49,8 +50,21 @@ def _admin_sql(url: str, statement: str) -> None:
         conn.execute(statement)
 
 
+@dataclass(frozen=True)
+class LiveServer:
+    url: str
+    env: dict[str, str]  # the server's environment, DATABASE_URL included
+
+    def manage(self, *args: str) -> subprocess.CompletedProcess:
+        """Run a management command against the server's database."""
+        return subprocess.run(
+            [sys.executable, str(ROOT / "manage.py"), *args],
+            env=self.env, cwd=ROOT, check=True, capture_output=True, text=True,
+        )  # fmt: skip
+
+
 @pytest.fixture(scope="session")
-def live_url(tmp_path_factory) -> Iterator[str]:
+def live(tmp_path_factory) -> Iterator[LiveServer]:
     base = os.environ.get("DATABASE_URL", "")
     env = {**os.environ, "DEBUG": "1", "DEMO_PASSWORD": DEMO_PASSWORD}
     env.pop("PYTEST_VERSION", None)
@@ -83,7 +97,7 @@ def live_url(tmp_path_factory) -> Iterator[str]:
                 time.sleep(0.2)
         else:
             raise RuntimeError("the test server did not start")
-        yield f"http://127.0.0.1:{port}"
+        yield LiveServer(url=f"http://127.0.0.1:{port}", env=env)
     finally:
         server.terminate()
         server.wait(timeout=10)
@@ -107,8 +121,8 @@ def browser():
 
 
 @pytest.fixture
-def page(browser, live_url):
-    context = browser.new_context(base_url=live_url, viewport={"width": 1280, "height": 900})
+def page(browser, live):
+    context = browser.new_context(base_url=live.url, viewport={"width": 1280, "height": 900})
     page = context.new_page()
     page.console_problems = []
     page.on(

@@ -1,9 +1,13 @@
 from __future__ import annotations
 
+import json
+
 import pytest
 from playwright.sync_api import expect
 
+from evidence.canonical import text_sha256
 from tests.browser.conftest import log_in
+from tests.factories import synthetic_bundle
 
 pytestmark = pytest.mark.browser
 
@@ -38,3 +42,24 @@ def test_a_lead_sees_every_problem_of_a_refused_upload_without_leaving_the_page(
     expect(result).to_contain_text("line 2: not valid JSON")
     assert page.url.endswith("/p/demo/import/")  # swapped in place by htmx
     assert [p for p in page.console_problems if "400" not in p] == []
+
+
+def test_a_passage_with_script_payloads_renders_inert(page, live, tmp_path):
+    payload = '<script>window.__pwned = 1</script><img src=x onerror="window.__pwned = 2">'
+    lines = synthetic_bundle(run_id="xss-r1", cases=1, passages=1, claims=1, snapshot="xss@1")
+    lines[1]["text"] = payload
+    lines[1]["sha256"] = text_sha256(payload)
+    lines[1]["title"] = payload
+    lines[2]["query"] = payload
+    lines[3]["text"] = payload + " The limit is 10 units [1]. "
+    lines[3]["citations"], lines[3]["claims"][0]["spans"] = [], []
+    lines[3]["claims"][0]["judgements"][0]["reason"] = payload
+    bundle = tmp_path / "xss.jsonl"
+    bundle.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
+    live.manage("import_bundle", str(bundle), "--project", "demo")
+    log_in(page, "alice")
+    page.goto("/p/demo/runs/xss-r1/cases/case-0/")
+    expect(page.locator(".passage-text").first).to_have_text(payload)
+    expect(page.locator(".query")).to_have_text(payload)
+    assert page.evaluate("window.__pwned") is None
+    assert page.locator("#answer img").count() == 0

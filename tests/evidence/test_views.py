@@ -165,6 +165,7 @@ PROJECT_URLS = {
     "p/<slug:slug>/": "/p/demo/",
     "p/<slug:slug>/import/": "/p/demo/import/",
     "p/<slug:slug>/queue/": "/p/demo/queue/",
+    "p/<slug:slug>/members/": "/p/demo/members/",
     "p/<slug:slug>/runs/<str:run_id>/": "/p/demo/runs/q017-r1/",
     "p/<slug:slug>/runs/<str:run_id>/assign/": "/p/demo/runs/q017-r1/assign/",
     "p/<slug:slug>/runs/<str:run_id>/disagreements/": "/p/demo/runs/q017-r1/disagreements/",
