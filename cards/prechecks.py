@@ -28,7 +28,7 @@ TOP_K_FOR_RELEVANCE = 3
 @dataclass(frozen=True)
 class PassageFacts:
     ref: str
-    text: str
+    numbers: frozenset[str]  # number tokens of the text (Passage.numbers)
     version_status: str
 
 
@@ -75,10 +75,10 @@ def without_spans(text: str, spans: Iterable[tuple[int, int]]) -> str:
     return "".join(chars)
 
 
-def _missing_numbers(text: str, evidence: Iterable[str]) -> list[str]:
+def _missing_numbers(text: str, evidence: Iterable[frozenset[str]]) -> list[str]:
     found: set[str] = set()
-    for passage in evidence:
-        found.update(NUMBER.findall(passage))
+    for numbers in evidence:
+        found.update(numbers)
     return [n for n in numbers_in(text) if n not in found]
 
 
@@ -92,7 +92,7 @@ def prechecks(facts: ResponseFacts) -> Prechecks:
     response: dict[str, list[str]] = {}
 
     answer = without_spans(facts.answer, facts.marker_spans)
-    missing = _missing_numbers(answer, (p.text for p in facts.retrieved))
+    missing = _missing_numbers(answer, (p.numbers for p in facts.retrieved))
     if missing:
         response["number_not_in_evidence"] = missing
     relevant = _ordered(facts.relevant_refs)
@@ -122,7 +122,7 @@ def claim_prechecks(claim: ClaimFacts, facts: ResponseFacts, retrieved: set[str]
     codes: list[str] = []
     if claim.kind == "factual" and not claim.citations:
         codes.append("claim_without_citation")
-    attached = [facts.passages[r].text for r in claim.citations if r in facts.passages]
+    attached = [facts.passages[r].numbers for r in claim.citations if r in facts.passages]
     if _missing_numbers(claim.text, attached):
         codes.append("number_not_in_evidence")
     if any(_status(facts, r) == "superseded" for r in claim.citations):

@@ -184,7 +184,7 @@ def review_page(*, run: Run, case_id: str, membership: Membership) -> ReviewPage
 
 
 def _facts(passage: Passage) -> PassageFacts:
-    return PassageFacts(passage.ref, passage.text, passage.version_status)
+    return PassageFacts(passage.ref, frozenset(passage.numbers.split()), passage.version_status)
 
 
 def _drifted_refs(*, run: Run, refs: set[str], passages: dict[str, Passage]) -> set[str]:

@@ -103,6 +103,9 @@ class Passage(models.Model):
         max_length=12, choices=VersionStatus.choices, default=VersionStatus.UNKNOWN
     )
     superseded_by = models.CharField(max_length=600, blank=True, default="")
+    # The number tokens of `text` (cards.prechecks.NUMBER), space-separated, computed
+    # once at import: the number pre-check then never needs to load passage texts.
+    numbers = models.TextField(blank=True, default="")
     created_at = models.DateTimeField(db_default=Now())
 
     class Meta:

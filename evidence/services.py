@@ -24,6 +24,7 @@ from cards.models import (
     Support,
     VerdictRevision,
 )
+from cards.prechecks import numbers_in
 from evidence.bulk import RowWriter, to_json
 from evidence.bundle import (
     MAX_PROBLEMS,
@@ -578,6 +579,7 @@ class _Importer:
                     d["text"], seen.sha256, d.get("title", ""), d.get("url", ""),
                     d.get("anchor", ""), d.get("context_before", ""), d.get("context_after", ""),
                     d.get("version_status", "unknown"), d.get("superseded_by", ""),
+                    " ".join(numbers_in(d["text"])),
                 )
             )  # fmt: skip
         self.writer.write(Passage, PASSAGE_COLUMNS, rows)
@@ -860,7 +862,7 @@ PASSAGE_LOCATOR = (
 PASSAGE_DEFAULTS = {"version_status": "unknown"}
 PASSAGE_COLUMNS = _quoted(
     "id", "snapshot_id", "ref", "doc_id", "version", "chunk_id", "text", "sha256", "title", "url",
-    "anchor", "context_before", "context_after", "version_status", "superseded_by",
+    "anchor", "context_before", "context_after", "version_status", "superseded_by", "numbers",
 )  # fmt: skip
 CASE_COLUMNS = _quoted("id", "project_id", "case_id")
 EXPECTATION_COLUMNS = _quoted(

@@ -1,0 +1,45 @@
+"""run_metrics RUN_ID [--project SLUG] [--annotator NAME | --consensus] --json"""
+
+from __future__ import annotations
+
+import json
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from cards.metrics import Source, run_metrics
+from evidence.selectors import ProjectChoiceError, project_for_command
+from replay.models import Run
+
+
+class Command(BaseCommand):
+    help = "Print a run's figures (metrics.md) as JSON."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("run_id")
+        parser.add_argument("--project")
+        which = parser.add_mutually_exclusive_group()
+        which.add_argument("--annotator", help="use this annotator's newest verdicts")
+        which.add_argument("--consensus", action="store_true", help="strict-majority label")
+        parser.add_argument("--json", action="store_true", help="JSON output (the default)")
+
+    def handle(self, *args, **options) -> None:
+        run = find_run(options["project"], options["run_id"])
+        if options["annotator"]:
+            source = Source("annotator", options["annotator"])
+        elif options["consensus"]:
+            source = Source("consensus")
+        else:
+            source = Source()
+        figures = run_metrics(run=run, source=source)
+        self.stdout.write(json.dumps(figures.as_json(), indent=1, ensure_ascii=False))
+
+
+def find_run(slug: str | None, run_id: str) -> Run:
+    try:
+        project = project_for_command(slug=slug)
+    except ProjectChoiceError as exc:
+        raise CommandError(str(exc), returncode=2) from None
+    run = Run.objects.filter(project=project, run_id=run_id).select_related("project").first()
+    if run is None:
+        raise CommandError(f"run {run_id!r} does not exist in project {project.slug!r}")
+    return run

@@ -1,0 +1,449 @@
+"""The figures of metrics.md for a run, computed in one streaming pass.
+
+A fixed number of queries whatever the size of the run: responses, ranked
+retrieval, citations, claim revisions and verdicts are each read once, in
+response order, and merged here; passages are read once per run (their
+number tokens were stored at import, so no passage text is loaded).
+"""
+
+from __future__ import annotations
+
+import itertools
+from collections import Counter
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from django.db.models import Q
+
+from cards.models import ClaimRevision, Origin, VerdictRevision
+from cards.prechecks import ClaimFacts, PassageFacts, ResponseFacts, prechecks
+from cards.stats import Proportion
+from evidence.models import Passage
+from replay.models import Citation, Response, Retrieval, Run
+from replay.selectors import latest_review_complete
+
+LABELS = ("supported", "partial", "unsupported", "not_assessable")
+CLAIM_FIGURES = (
+    "citation_presence", "support", "support_or_partial", "support_assessed", "coverage",
+    "citation_recall", "citation_precision", "honest_misses",
+)  # fmt: skip
+RANKS = (1, 2, 3, 4, 5, 10)
+CHUNK = 2000
+
+
+@dataclass(frozen=True)
+class Source:
+    """Which verdict of a claim the figures use (metrics.md)."""
+
+    mode: str = "default"  # default | annotator | consensus
+    annotator: str = ""
+
+    @property
+    def label(self) -> str:
+        return f"annotator:{self.annotator}" if self.mode == "annotator" else self.mode
+
+
+@dataclass
+class ClaimState:
+    key: str
+    kind: str
+    text: str
+    citations: list[str]
+    facts: list[str]
+    gaps: list[str]
+    withdrawn: bool
+    verdicts: list[tuple] = field(default_factory=list)  # newest first
+
+
+@dataclass
+class VerdictView:
+    support: str  # a label, "unreviewed" or "no_consensus"
+    association: str
+    relevance: dict[str, str]
+    diagnosis: str
+
+
+def _grouped(rows: Iterator[tuple], key_index: int = 0) -> Iterator[tuple[Any, list[tuple]]]:
+    for key, group in itertools.groupby(rows, key=lambda row: row[key_index]):
+        yield key, list(group)
+
+
+class _Merge:
+    """Walks several iterators ordered by response id in step with the responses."""
+
+    def __init__(self, rows: Iterator[tuple]):
+        self.groups = _grouped(rows)
+        self.pending: tuple[Any, list[tuple]] | None = next(self.groups, None)
+
+    def take(self, response_id: int) -> list[tuple]:
+        while self.pending is not None and self.pending[0] < response_id:
+            self.pending = next(self.groups, None)
+        if self.pending is not None and self.pending[0] == response_id:
+            rows = self.pending[1]
+            self.pending = next(self.groups, None)
+            return rows
+        return []
+
+
+def choose(claim: ClaimState, source: Source) -> VerdictView | None:
+    """The verdict the figures use for this claim; None when it has none from the source."""
+    verdicts = claim.verdicts  # (annotator, origin, support, association, relevance, diagnosis)
+    chosen = None
+    if source.mode == "default":
+        chosen = next((v for v in verdicts if v[1] == Origin.ADJUDICATION), None) or next(
+            (v for v in verdicts if v[1] == Origin.REVIEW), None
+        )
+    elif source.mode == "annotator":
+        chosen = next(
+            (v for v in verdicts if v[0] == source.annotator and v[1] != Origin.ADJUDICATION), None
+        )
+    else:
+        newest: dict[str, tuple] = {}
+        for v in verdicts:
+            if v[1] != Origin.ADJUDICATION:
+                newest.setdefault(v[0], v)
+        if not newest:
+            return None
+        counts = Counter(v[2] for v in newest.values())
+        label, votes = counts.most_common(1)[0]
+        if votes * 2 <= len(newest):
+            return VerdictView("no_consensus", _default_association(claim), {}, "")
+        chosen = next(v for v in newest.values() if v[2] == label)
+    if chosen is None:
+        return None
+    return VerdictView(chosen[2], chosen[3], chosen[4] or {}, chosen[5])
+
+
+def _default_association(claim: ClaimState) -> str:
+    return "attached" if claim.citations else "missing"
+
+
+def response_figures(
+    *, text: str, abstained: bool, reviewed: bool, expectation: dict, claims: list[ClaimState],
+    ranked: list[PassageFacts], doc_of: dict[str, str], source: Source,
+) -> dict[str, Any]:  # fmt: skip
+    """Per-response figures; claim figures are None for an unreviewed response."""
+    facts = expectation["required_facts"]
+    gaps = [g["gap_id"] for g in expectation["known_gaps"]]
+    relevant = list(dict.fromkeys(expectation["relevant_refs"]))
+    current = [c for c in claims if not c.withdrawn]
+    factual = [c for c in current if c.kind == "factual"]
+    out: dict[str, Any] = {}
+    if not reviewed:
+        out["status"] = "unreviewed"
+        out["claims"] = len(factual)
+        out["verdicts"] = None
+        for name in CLAIM_FIGURES:
+            out[name] = None
+        out["invented_over_gap"] = None
+    else:
+        out["status"] = "abstention" if not factual else "reviewed"
+        out.update(_claim_figures(factual, current, facts, gaps, source))
+    out.update(_retrieval_figures(ranked, relevant, facts, doc_of))
+    return out
+
+
+def _claim_figures(factual, current, facts, gaps, source) -> dict[str, Any]:
+    views = [(claim, choose(claim, source)) for claim in factual]
+    counts = Counter(v.support if v else "unreviewed" for _, v in views)
+    verdicts = {label: counts[label] for label in (*LABELS, "unreviewed", "no_consensus")}
+    judged = [(c, v) for c, v in views if v is None or v.support != "no_consensus"]
+    n = len(judged)
+    supported = [c for c, v in judged if v and v.support == "supported"]
+    attached = [
+        c for c, v in judged if (v.association if v else _default_association(c)) == "attached"
+    ]
+    supported_attached = [
+        c for c, v in judged if v and v.support == "supported" and v.association == "attached"
+    ]
+    relevance = [
+        label for c, v in judged if v for ref, label in v.relevance.items() if ref in c.citations
+    ]
+    assessed = n - counts["not_assessable"] - counts["unreviewed"]
+    covered = {fact for c in supported for fact in c.facts}
+    fact_ids = [f["fact_id"] for f in facts]
+    honest = {
+        gap
+        for c in current
+        if c.kind == "abstention"
+        and not any(v and v.support == "unsupported" for v in [choose(c, source)])
+        for gap in c.gaps
+    }
+    invented = sum(
+        1
+        for c, v in views
+        if c.gaps or (v and v.support == "unsupported" and v.diagnosis == "not_in_collection")
+    )
+    return {
+        "claims": len(factual),
+        "verdicts": verdicts,
+        "citation_presence": Proportion(len(attached), n),
+        "support": Proportion(len(supported), n),
+        "support_or_partial": Proportion(len(supported) + counts["partial"], n),
+        "support_assessed": Proportion(len(supported), max(assessed, 0)),
+        "coverage": Proportion(sum(1 for f in fact_ids if f in covered), len(fact_ids)),
+        "citation_recall": Proportion(len(supported_attached), n),
+        "citation_precision": Proportion(
+            sum(1 for label in relevance if label in {"necessary", "redundant"}), len(relevance)
+        ),
+        "honest_misses": Proportion(sum(1 for g in gaps if g in honest), len(gaps)),
+        "invented_over_gap": invented,
+    }
+
+
+def _retrieval_figures(ranked, relevant, facts, doc_of) -> dict[str, Any]:
+    refs = [p.ref for p in ranked]
+    out: dict[str, Any] = {}
+    relevant_set = set(relevant)
+    docs = {doc_of.get(r) or r.split("@", 1)[0] for r in relevant}
+    for k in sorted({*RANKS, len(refs)} - {0}):
+        top = refs[:k]
+        top_set = set(top)
+        top_docs = {doc_of.get(r) or r.split("@", 1)[0] for r in top}
+        out[f"passage_recall@{k}"] = Proportion(len(relevant_set & top_set), len(relevant_set))
+        out[f"doc_recall@{k}"] = Proportion(len(docs & top_docs), len(docs))
+        out[f"fact_evidence_recall@{k}"] = Proportion(
+            sum(1 for f in facts if top_set.intersection(f.get("evidence", []))), len(facts)
+        )
+        out[f"hit@{k}"] = (1 if relevant_set & top_set else 0) if relevant_set else None
+    if relevant_set:
+        precisions = []
+        found = 0
+        for rank, ref in enumerate(refs, start=1):
+            if ref in relevant_set:
+                found += 1
+                precisions.append(found / rank)
+        out["context_precision"] = (
+            round(sum(precisions) / len(precisions), 4) if precisions else 0.0
+        )
+    else:
+        out["context_precision"] = None
+    return out
+
+
+def _json(value: Any) -> Any:
+    if isinstance(value, Proportion):
+        return value.as_json()
+    if isinstance(value, dict):
+        return {k: _json(v) for k, v in value.items()}
+    return value
+
+
+@dataclass
+class RunFigures:
+    run_id: str
+    source: Source
+    per_response: list[dict[str, Any]]
+    totals: dict[str, Any]
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "run_id": self.run_id,
+            "verdicts_from": self.source.label,
+            "per_response": [_json(r) for r in self.per_response],
+            "run": _json(self.totals),
+        }
+
+
+def run_metrics(*, run: Run, source: Source = Source()) -> RunFigures:  # noqa: B008
+    """Every figure of metrics.md for every response of the run, and the run totals."""
+    responses = (
+        Response.objects.filter(run=run)
+        .annotate(review_complete=latest_review_complete())
+        .order_by("pk")
+        .values_list(
+            "pk",
+            "case__case_id",
+            "text",
+            "abstained",
+            "review_complete",
+            "expectation__required_facts",
+            "expectation__relevant_refs",
+            "expectation__known_gaps",
+        )  # fmt: skip
+    )
+    passage_ids = Retrieval.objects.filter(response__run=run).values("passage_id")
+    cited_ids = Citation.objects.filter(response__run=run).values("passage_id")
+    passages: dict[int, tuple] = {
+        pk: (ref, doc_id, status, frozenset(numbers.split()), digest, snapshot_id)
+        for pk, ref, doc_id, status, numbers, digest, snapshot_id in Passage.objects.filter(
+            Q(pk__in=passage_ids) | Q(pk__in=cited_ids)
+        ).values_list("pk", "ref", "doc_id", "version_status", "numbers", "sha256", "snapshot_id")
+    }
+    drifted = _drifted(run, passages)
+    doc_of = {ref: doc for ref, doc, *_ in passages.values()}
+    retrievals = _Merge(
+        Retrieval.objects.filter(response__run=run)
+        .order_by("response_id", "rank")
+        .values_list("response_id", "passage_id")
+        .iterator(chunk_size=CHUNK)
+    )
+    citations = _Merge(
+        Citation.objects.filter(response__run=run)
+        .order_by("response_id", "position")
+        .values_list("response_id", "passage_id", "start", "end")
+        .iterator(chunk_size=CHUNK)
+    )
+    revisions = _Merge(
+        ClaimRevision.objects.filter(claim__response__run=run)
+        .order_by("claim__response_id", "claim__position", "claim_id", "-seq")
+        .values_list(
+            "claim__response_id",
+            "claim_id",
+            "claim__key",
+            "kind",
+            "text",
+            "citations",
+            "facts",
+            "gaps",
+            "withdrawn",
+        )  # fmt: skip
+        .iterator(chunk_size=CHUNK)
+    )
+    verdicts = _Merge(
+        VerdictRevision.objects.filter(claim__response__run=run)
+        .order_by("claim__response_id", "claim_id", "-seq")
+        .values_list(
+            "claim__response_id",
+            "claim_id",
+            "annotator",
+            "origin",
+            "support",
+            "association",
+            "citation_relevance",
+            "diagnosis",
+        )  # fmt: skip
+        .iterator(chunk_size=CHUNK)
+    )
+    per_response = []
+    for pk, case_id, text, abstained, complete, facts, relevant, gaps in responses.iterator(
+        chunk_size=CHUNK
+    ):
+        claims: dict[int, ClaimState] = {}
+        for (
+            _,
+            claim_id,
+            key,
+            kind,
+            claim_text,
+            cited,
+            fact_ids,
+            gap_ids,
+            withdrawn,
+        ) in revisions.take(pk):
+            if claim_id not in claims:  # newest revision first
+                claims[claim_id] = ClaimState(
+                    key, kind, claim_text, cited, fact_ids, gap_ids, withdrawn
+                )
+        for row in verdicts.take(pk):
+            if row[1] in claims:
+                claims[row[1]].verdicts.append(row[2:])
+        ranked = [_facts(passages[pid]) for _, pid in retrievals.take(pk)]
+        cited_rows = citations.take(pk)
+        known = {p.ref: p for p in ranked}
+        for _, pid, _, _ in cited_rows:
+            known.setdefault(passages[pid][0], _facts(passages[pid]))
+        expectation = {"required_facts": facts, "relevant_refs": relevant, "known_gaps": gaps}
+        claim_list = list(claims.values())
+        reviewed = bool(complete) or (abstained and not text)
+        figures = response_figures(
+            text=text, abstained=abstained, reviewed=reviewed, expectation=expectation,
+            claims=claim_list, ranked=ranked, doc_of=doc_of, source=source,
+        )  # fmt: skip
+        hints = prechecks(
+            ResponseFacts(
+                answer=text,
+                marker_spans=[(s, e) for _, _, s, e in cited_rows if s is not None],
+                cited_refs=[passages[pid][0] for _, pid, _, _ in cited_rows],
+                retrieved=ranked,
+                passages=known,
+                relevant_refs=relevant,
+                drifted_refs=drifted,
+                claims=[
+                    ClaimFacts(c.key, c.kind, c.text, c.citations)
+                    for c in claim_list
+                    if not c.withdrawn
+                ],
+            )
+        )
+        per_response.append({"case_id": case_id, **figures, "prechecks": hints.as_dict()})
+    return RunFigures(run.run_id, source, per_response, run_totals(per_response))
+
+
+def _facts(row: tuple) -> PassageFacts:
+    ref, _, status, numbers, _, _ = row
+    return PassageFacts(ref, numbers, status)
+
+
+def _drifted(run: Run, passages: dict[int, tuple]) -> frozenset[str]:
+    """Refs of this run whose text differs in another snapshot of the project (one query)."""
+    mine = {ref: digest for ref, _, _, _, digest, _ in passages.values()}
+    others = (
+        Passage.objects.filter(snapshot__project_id=run.project_id, ref__in=list(mine))
+        .exclude(snapshot_id=run.snapshot_id)
+        .values_list("ref", "sha256")
+    )
+    return frozenset(ref for ref, digest in others if digest != mine[ref])
+
+
+def run_totals(per_response: list[dict[str, Any]]) -> dict[str, Any]:
+    """Micro (pooled k/n) and macro (mean of defined per-response values) over the run."""
+    reviewed = [r for r in per_response if r["status"] != "unreviewed"]
+    names = [*CLAIM_FIGURES]
+    retrieval_names = sorted(
+        {k for r in per_response for k, v in r.items() if isinstance(v, Proportion) and "@" in k},
+        key=_figure_order,
+    )
+    micro: dict[str, Any] = {}
+    macro: dict[str, Any] = {}
+    undefined: dict[str, int] = {}
+    for name in names + retrieval_names:
+        rows = reviewed if name in CLAIM_FIGURES else per_response
+        values = [r.get(name) for r in rows if isinstance(r.get(name), Proportion)]
+        pooled = sum(values, Proportion(0, 0))
+        micro[name] = pooled
+        defined = [v.value for v in values if v.defined]
+        undefined[name] = len(rows) - len(defined)
+        macro[name] = (
+            {"value": round(sum(defined) / len(defined), 4), "cases": len(defined)}
+            if defined
+            else None
+        )
+    hits = sorted({k for r in per_response for k in r if k.startswith("hit@")}, key=_figure_order)
+    for name in hits:
+        values = [r[name] for r in per_response if r.get(name) is not None]
+        micro[name] = Proportion(sum(values), len(values))
+    precisions = [
+        r["context_precision"] for r in per_response if r["context_precision"] is not None
+    ]
+    macro["context_precision"] = (
+        {"value": round(sum(precisions) / len(precisions), 4), "cases": len(precisions)}
+        if precisions
+        else None
+    )
+    verdicts = Counter()
+    for r in reviewed:
+        verdicts.update(r["verdicts"])
+    return {
+        "responses": len(per_response),
+        "reviewed": len(reviewed),
+        "unreviewed": len(per_response) - len(reviewed),
+        "abstentions": sum(1 for r in per_response if r["status"] == "abstention"),
+        "claims": sum(r["claims"] for r in reviewed),
+        "verdicts": {label: verdicts[label] for label in (*LABELS, "unreviewed", "no_consensus")},
+        "invented_over_gap": sum(r["invented_over_gap"] or 0 for r in reviewed),
+        "honest_misses_cases": sum(
+            1
+            for r in reviewed
+            if isinstance(r["honest_misses"], Proportion) and r["honest_misses"].k
+        ),
+        "undefined": undefined,
+        "micro": micro,
+        "macro": macro,
+    }
+
+
+def _figure_order(name: str) -> tuple[str, int]:
+    base, _, k = name.partition("@")
+    return base, int(k) if k.isdigit() else 0
