@@ -14,6 +14,19 @@ urlpatterns = [
     path(f"{case}complete/", views.review_complete, name="review_complete"),
     path("p/<slug:slug>/queue/", views.queue_next, name="queue_next"),
     path("p/<slug:slug>/runs/<str:run_id>/assign/", views.run_assign, name="run_assign"),
+    path("p/<slug:slug>/runs/<str:run_id>/figures/", views.run_figures, name="run_figures"),
+    path(
+        "p/<slug:slug>/runs/<str:run_id>/figures.csv",
+        views.run_figures,
+        {"fmt": "csv"},
+        name="run_figures_csv",
+    ),
+    path(
+        "p/<slug:slug>/runs/<str:run_id>/figures.json",
+        views.run_figures,
+        {"fmt": "json"},
+        name="run_figures_json",
+    ),
     path(
         "p/<slug:slug>/runs/<str:run_id>/disagreements/",
         views.run_disagreements,

@@ -4,14 +4,27 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.http import HttpResponse
+from django.http import HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import trigger_client_event
 
+from cards.agreement import annotators_of
+from cards.dashboard import (
+    WIDTH,
+    case_rows,
+    figures_csv,
+    interval_rows,
+    precheck_counts,
+    retrieval_table,
+    sample_size_help,
+    verdict_bar,
+    verdict_counts,
+)
 from cards.forms import ClaimAddForm, ClaimReviseForm, VerdictForm
 from cards.labels import DIAGNOSIS_HELP, SUPPORT_KEYS
+from cards.metrics import Source, run_metrics
 from cards.prechecks import PRECHECK_HELP
 from cards.selectors import (
     ReviewPage,
@@ -348,3 +361,67 @@ def _add_errors(form, exc: ValidationError) -> None:
                 form.add_error(field if field in form.fields else None, error)
     else:
         form.add_error(None, exc)
+
+
+def _source(request: HtmxHttpRequest) -> Source:
+    raw = request.GET.get("source", "default")
+    if raw == "consensus":
+        return Source("consensus")
+    if raw.startswith("annotator:") and raw[len("annotator:") :]:
+        return Source("annotator", raw[len("annotator:") :])
+    return Source()
+
+
+def _fraction(raw: str | None, default: float, low: float, high: float) -> float:
+    try:
+        value = float(raw) / 100 if raw else default
+    except ValueError:
+        return default
+    return value if low <= value <= high else default
+
+
+@require_GET
+def run_figures(
+    request: HtmxHttpRequest, slug: str, run_id: str, fmt: str = "html"
+) -> HttpResponse:
+    membership = membership_for(user=request.user, slug=slug)
+    run = run_for_project(project=membership.project, run_id=run_id)
+    source = _source(request)
+    figures = run_metrics(run=run, source=source)
+    if fmt == "json":
+        response = JsonResponse(
+            figures.as_json(), json_dumps_params={"ensure_ascii": False, "indent": 1}
+        )
+        response["Content-Disposition"] = f'attachment; filename="{run.run_id}-figures.json"'
+        return response
+    if fmt == "csv":
+        response = HttpResponse(figures_csv(figures), content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="{run.run_id}-figures.csv"'
+        return response
+    helper = sample_size_help(
+        margin=_fraction(request.GET.get("margin"), 0.05, 0.005, 0.5),
+        confidence=_fraction(request.GET.get("confidence"), 0.95, 0.5, 0.999),
+        current_n=figures.totals["claims"],
+    )
+    context = {
+        "project": membership.project,
+        "membership": membership,
+        "run": run,
+        "figures": figures,
+        "source": source,
+        "annotators": annotators_of(run=run),
+        "bar": verdict_bar(figures),
+        "verdict_counts": verdict_counts(figures),
+        "intervals": interval_rows(figures),
+        "retrieval": retrieval_table(figures),
+        "cases": case_rows(figures),
+        "prechecks": precheck_counts(figures),
+        "helper": helper,
+        "width": WIDTH,
+    }
+    template = (
+        "cards/figures.html#sample-size"
+        if request.htmx and request.GET.get("helper")
+        else "cards/figures.html"
+    )
+    return render(request, template, context)

@@ -1,0 +1,179 @@
+"""What the run dashboard draws: bars and interval marks as numbers, drawn by the template."""
+
+from __future__ import annotations
+
+import csv
+import io
+from dataclasses import dataclass
+
+from cards.metrics import CLAIM_FIGURES, LABELS, RunFigures
+from cards.stats import Proportion, half_width, sample_size, wilson
+
+FIGURE_TITLES = {
+    "support": "Support S (supported / claims)",
+    "support_or_partial": "Supported or partial",
+    "support_assessed": "Support, assessed claims only",
+    "coverage": "Coverage U (required facts supported)",
+    "citation_presence": "Citation presence",
+    "citation_recall": "Citation recall",
+    "citation_precision": "Citation precision",
+    "honest_misses": "Honest misses (known gaps declared)",
+}
+LABEL_TITLES = {
+    "supported": "Supported", "partial": "Partial", "unsupported": "Unsupported",
+    "not_assessable": "Not assessable", "unreviewed": "Unreviewed", "no_consensus": "No consensus",
+}  # fmt: skip
+WIDTH = 400  # the drawing width of bars and interval plots, in SVG units
+
+
+@dataclass(frozen=True)
+class Segment:
+    label: str
+    title: str
+    count: int
+    x: float
+    width: float
+
+
+@dataclass(frozen=True)
+class IntervalRow:
+    name: str
+    title: str
+    micro: Proportion
+    low: float | None
+    high: float | None
+    macro: dict | None
+
+    @property
+    def x(self) -> float | None:
+        return None if self.micro.value is None else self.micro.value * WIDTH
+
+    @property
+    def x_low(self) -> float | None:
+        return None if self.low is None else self.low * WIDTH
+
+    @property
+    def x_high(self) -> float | None:
+        return None if self.high is None else self.high * WIDTH
+
+    @property
+    def x_macro(self) -> float | None:
+        return None if not self.macro else self.macro["value"] * WIDTH
+
+
+def verdict_bar(figures: RunFigures) -> list[Segment]:
+    counts = figures.totals["verdicts"]
+    total = sum(counts.values())
+    segments, x = [], 0.0
+    for label in (*LABELS, "unreviewed", "no_consensus"):
+        count = counts[label]
+        if not count:
+            continue
+        width = WIDTH * count / total
+        segments.append(Segment(label, LABEL_TITLES[label], count, x, width))
+        x += width
+    return segments
+
+
+def verdict_counts(figures: RunFigures) -> list[tuple[str, str, int]]:
+    counts = figures.totals["verdicts"]
+    return [(label, title, counts[label]) for label, title in LABEL_TITLES.items()]
+
+
+def interval_rows(figures: RunFigures) -> list[IntervalRow]:
+    rows = []
+    for name in CLAIM_FIGURES:
+        micro: Proportion = figures.totals["micro"][name]
+        low = high = None
+        if micro.defined:
+            low, high = wilson(micro.k, micro.n)
+        rows.append(
+            IntervalRow(name, FIGURE_TITLES[name], micro, low, high, figures.totals["macro"][name])
+        )
+    return rows
+
+
+def retrieval_table(figures: RunFigures) -> list[dict]:
+    micro = figures.totals["micro"]
+    ks = sorted({int(k.split("@")[1]) for k in micro if k.startswith("passage_recall@")})
+    names = ("passage_recall", "doc_recall", "fact_evidence_recall", "hit")
+    return [{"k": k, "cells": [micro.get(f"{name}@{k}") for name in names]} for k in ks]
+
+
+def case_rows(figures: RunFigures) -> list[dict]:
+    return [
+        {
+            "case_id": r["case_id"],
+            "status": r["status"],
+            "claims": r["claims"],
+            "cells": [r["support"], r["coverage"], r["citation_presence"]],
+            "hit3": r.get("hit@3"),
+            "hints": sorted(r["prechecks"]["response"]),
+        }
+        for r in figures.per_response
+    ]
+
+
+def precheck_counts(figures: RunFigures) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for response in figures.per_response:
+        for code in response["prechecks"]["response"]:
+            counts[code] = counts.get(code, 0) + 1
+        for codes in response["prechecks"]["claims"].values():
+            for code in codes:
+                counts[f"{code} (claims)"] = counts.get(f"{code} (claims)", 0) + 1
+    return dict(sorted(counts.items()))
+
+
+@dataclass(frozen=True)
+class SampleSize:
+    margin: float
+    confidence: float
+    needed: int
+    current_n: int
+    current_half_width: float | None
+
+
+def sample_size_help(*, margin: float, confidence: float, current_n: int) -> SampleSize:
+    return SampleSize(
+        margin=margin,
+        confidence=confidence,
+        needed=sample_size(margin, confidence),
+        current_n=current_n,
+        current_half_width=half_width(current_n, confidence),
+    )
+
+
+def figures_csv(figures: RunFigures) -> str:
+    """One row per response: each proportion as k and n (never only a percentage)."""
+    first = figures.per_response[0] if figures.per_response else {}
+    proportions = [k for k, v in first.items() if isinstance(v, Proportion) or k in CLAIM_FIGURES]
+    header = ["case_id", "status", "claims", *(f"verdicts_{label}" for label in LABEL_TITLES)]
+    for name in proportions:
+        header += [f"{name}_k", f"{name}_n"]
+    header += ["invented_over_gap", "context_precision", "prechecks"]
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="\n")
+    writer.writerow(["verdicts_from", figures.source.label])
+    writer.writerow(header)
+    for r in figures.per_response:
+        verdicts = r["verdicts"] or {}
+        row = [
+            r["case_id"],
+            r["status"],
+            r["claims"],
+            *(verdicts.get(lb, "") for lb in LABEL_TITLES),
+        ]
+        for name in proportions:
+            value = r.get(name)
+            row += [value.k, value.n] if isinstance(value, Proportion) else ["", ""]
+        codes = sorted(r["prechecks"]["response"]) + sorted(
+            {c for codes in r["prechecks"]["claims"].values() for c in codes}
+        )
+        row += [
+            r["invented_over_gap"] if r["invented_over_gap"] is not None else "",
+            r["context_precision"] if r["context_precision"] is not None else "",
+            " ".join(codes),
+        ]
+        writer.writerow(row)
+    return out.getvalue()

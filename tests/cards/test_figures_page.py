@@ -1,0 +1,78 @@
+from __future__ import annotations
+
+import csv
+import io
+
+from django.urls import reverse
+
+from tests.conftest import bundle_bytes, import_bytes
+from tests.factories import synthetic_bundle
+
+
+def figures_url(run_id: str, suffix: str = "figures") -> str:
+    name = {"figures": "run_figures", "csv": "run_figures_csv", "json": "run_figures_json"}[suffix]
+    return reverse(name, args=["demo", run_id])
+
+
+def test_the_dashboard_shows_counts_before_percentages_and_undefined_as_undefined(
+    client, reviewer, demo_runs
+):
+    client.force_login(reviewer)
+    response = client.get(figures_url("resi-r1") + "?source=annotator:seed-protocol")
+    content = response.content.decode()
+    assert response.status_code == 200
+    assert "0 / 3" in content  # support
+    assert "Citation precision" in content
+    assert "undefined" in content  # citation precision has no judged citation
+    assert "<svg" in content and "<script" not in content.split("</main>")[0].split("<main")[1]
+    assert "Claims of one answer are not independent" in content
+
+
+def test_the_source_switch_changes_the_verdicts_used(client, reviewer, demo_runs):
+    client.force_login(reviewer)
+    default = client.get(figures_url("q017-r1")).context["figures"]
+    imported = client.get(figures_url("q017-r1") + "?source=annotator:seed-protocol").context[
+        "figures"
+    ]
+    assert default.totals["verdicts"]["unreviewed"] == 4
+    assert imported.totals["verdicts"]["unsupported"] == 3
+
+
+def test_csv_and_json_carry_the_same_figures(client, reviewer, demo_runs):
+    client.force_login(reviewer)
+    data = client.get(
+        figures_url("p7-answer-a", "json") + "?source=annotator:seed-protocol"
+    ).json()
+    assert data["per_response"][0]["support"]["k"] == 1
+    text = client.get(figures_url("p7-answer-a", "csv") + "?source=annotator:seed-protocol")
+    rows = list(csv.reader(io.StringIO(text.content.decode())))
+    assert rows[0] == ["verdicts_from", "annotator:seed-protocol"]
+    header, first = rows[1], rows[2]
+    assert first[header.index("support_k")] == "1"
+    assert first[header.index("support_n")] == "3"
+    assert first[header.index("citation_precision_n")] == "3"
+
+
+def test_the_sample_size_helper_answers_in_place(client, reviewer, demo_runs):
+    client.force_login(reviewer)
+    response = client.get(
+        figures_url("q017-r1") + "?helper=1&margin=3&confidence=95", HTTP_HX_REQUEST="true"
+    )
+    content = response.content.decode()
+    assert content.lstrip().startswith('<section class="panel" id="sample-size"')
+    assert "<strong>1068</strong>" in content
+
+
+def test_the_dashboard_query_count_is_constant(client, reviewer, django_assert_max_num_queries):
+    client.force_login(reviewer)
+    import_bytes(bundle_bytes(*synthetic_bundle(run_id="small", cases=2, claims=1)))
+    import_bytes(
+        bundle_bytes(
+            *synthetic_bundle(run_id="large", cases=40, claims=6, revisions=2, snapshot="s2")
+        )
+    )
+    with django_assert_max_num_queries(14) as small:
+        client.get(figures_url("small"))
+    with django_assert_max_num_queries(14) as large:
+        client.get(figures_url("large"))
+    assert len(small.captured_queries) == len(large.captured_queries)
