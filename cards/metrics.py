@@ -8,13 +8,16 @@ number tokens were stored at import, so no passage text is loaded).
 
 from __future__ import annotations
 
+import functools
 import itertools
+import json
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import Q
+from django.db.models import F, Q, TextField
+from django.db.models.functions import Cast
 
 from cards.models import ClaimRevision, Origin, VerdictRevision
 from cards.prechecks import ClaimFacts, PassageFacts, ResponseFacts, prechecks
@@ -30,6 +33,18 @@ CLAIM_FIGURES = (
 )  # fmt: skip
 RANKS = (1, 2, 3, 4, 5, 10)
 CHUNK = 2000
+
+
+@functools.lru_cache(maxsize=65536)
+def _decoded(text: str | None) -> Any:
+    """JSON columns come as text and are decoded once per distinct value: most claims'
+    `facts`, `gaps` and relevance maps repeat. The results are shared: never mutate them."""
+    return None if text is None else json.loads(text)
+
+
+def _text(name: str) -> Cast:
+    # Read as text: Django's per-row JSON converters cost more than the decoding itself.
+    return Cast(F(name), output_field=TextField())
 
 
 @dataclass(frozen=True)
@@ -193,27 +208,33 @@ def _claim_figures(factual, current, facts, gaps, source) -> dict[str, Any]:
 
 
 def _retrieval_figures(ranked, relevant, facts, doc_of) -> dict[str, Any]:
+    """recall@k and hit@k from the first rank of each relevant ref, doc and fact (one pass)."""
     refs = [p.ref for p in ranked]
-    out: dict[str, Any] = {}
-    relevant_set = set(relevant)
+    first: dict[str, int] = {}
+    first_doc: dict[str, int] = {}
+    for rank, ref in enumerate(refs, start=1):
+        first.setdefault(ref, rank)
+        first_doc.setdefault(doc_of.get(ref) or ref.split("@", 1)[0], rank)
+    never = len(refs) + 1
+    relevant_ranks = [first.get(r, never) for r in relevant]
     docs = {doc_of.get(r) or r.split("@", 1)[0] for r in relevant}
+    doc_ranks = [first_doc.get(doc, never) for doc in docs]
+    fact_ranks = [
+        min((first.get(r, never) for r in f.get("evidence", ())), default=never) for f in facts
+    ]
+    out: dict[str, Any] = {}
     for k in sorted({*RANKS, len(refs)} - {0}):
-        top = refs[:k]
-        top_set = set(top)
-        top_docs = {doc_of.get(r) or r.split("@", 1)[0] for r in top}
-        out[f"passage_recall@{k}"] = Proportion(len(relevant_set & top_set), len(relevant_set))
-        out[f"doc_recall@{k}"] = Proportion(len(docs & top_docs), len(docs))
-        out[f"fact_evidence_recall@{k}"] = Proportion(
-            sum(1 for f in facts if top_set.intersection(f.get("evidence", []))), len(facts)
+        out[f"passage_recall@{k}"] = Proportion(
+            sum(r <= k for r in relevant_ranks), len(relevant_ranks)
         )
-        out[f"hit@{k}"] = (1 if relevant_set & top_set else 0) if relevant_set else None
-    if relevant_set:
-        precisions = []
-        found = 0
-        for rank, ref in enumerate(refs, start=1):
-            if ref in relevant_set:
-                found += 1
-                precisions.append(found / rank)
+        out[f"doc_recall@{k}"] = Proportion(sum(r <= k for r in doc_ranks), len(doc_ranks))
+        out[f"fact_evidence_recall@{k}"] = Proportion(
+            sum(r <= k for r in fact_ranks), len(fact_ranks)
+        )
+        out[f"hit@{k}"] = (1 if min(relevant_ranks) <= k else 0) if relevant_ranks else None
+    if relevant_ranks:
+        found = sorted(r for r in relevant_ranks if r != never)
+        precisions = [(i + 1) / rank for i, rank in enumerate(found)]
         out["context_precision"] = (
             round(sum(precisions) / len(precisions), 4) if precisions else 0.0
         )
@@ -258,9 +279,9 @@ def run_metrics(*, run: Run, source: Source = Source()) -> RunFigures:  # noqa: 
             "text",
             "abstained",
             "review_complete",
-            "expectation__required_facts",
-            "expectation__relevant_refs",
-            "expectation__known_gaps",
+            _text("expectation__required_facts"),
+            _text("expectation__relevant_refs"),
+            _text("expectation__known_gaps"),
         )  # fmt: skip
     )
     passage_ids = Retrieval.objects.filter(response__run=run).values("passage_id")
@@ -272,6 +293,7 @@ def run_metrics(*, run: Run, source: Source = Source()) -> RunFigures:  # noqa: 
         ).values_list("pk", "ref", "doc_id", "version_status", "numbers", "sha256", "snapshot_id")
     }
     drifted = _drifted(run, passages)
+    facts_of = {pk: _facts(row) for pk, row in passages.items()}  # built once per passage
     doc_of = {ref: doc for ref, doc, *_ in passages.values()}
     retrievals = _Merge(
         Retrieval.objects.filter(response__run=run)
@@ -294,9 +316,9 @@ def run_metrics(*, run: Run, source: Source = Source()) -> RunFigures:  # noqa: 
             "claim__key",
             "kind",
             "text",
-            "citations",
-            "facts",
-            "gaps",
+            _text("citations"),
+            _text("facts"),
+            _text("gaps"),
             "withdrawn",
         )  # fmt: skip
         .iterator(chunk_size=CHUNK)
@@ -311,7 +333,7 @@ def run_metrics(*, run: Run, source: Source = Source()) -> RunFigures:  # noqa: 
             "origin",
             "support",
             "association",
-            "citation_relevance",
+            _text("citation_relevance"),
             "diagnosis",
         )  # fmt: skip
         .iterator(chunk_size=CHUNK)
@@ -334,16 +356,29 @@ def run_metrics(*, run: Run, source: Source = Source()) -> RunFigures:  # noqa: 
         ) in revisions.take(pk):
             if claim_id not in claims:  # newest revision first
                 claims[claim_id] = ClaimState(
-                    key, kind, claim_text, cited, fact_ids, gap_ids, withdrawn
+                    key, kind, claim_text, _decoded(cited), _decoded(fact_ids), _decoded(gap_ids),
+                    withdrawn,
+                )  # fmt: skip
+        for (
+            _,
+            claim_id,
+            annotator,
+            origin,
+            support,
+            association,
+            relevance,
+            diagnosis,
+        ) in verdicts.take(pk):
+            if claim_id in claims:
+                claims[claim_id].verdicts.append(
+                    (annotator, origin, support, association, _decoded(relevance), diagnosis)
                 )
-        for row in verdicts.take(pk):
-            if row[1] in claims:
-                claims[row[1]].verdicts.append(row[2:])
-        ranked = [_facts(passages[pid]) for _, pid in retrievals.take(pk)]
+        ranked = [facts_of[pid] for _, pid in retrievals.take(pk)]
         cited_rows = citations.take(pk)
         known = {p.ref: p for p in ranked}
         for _, pid, _, _ in cited_rows:
-            known.setdefault(passages[pid][0], _facts(passages[pid]))
+            known.setdefault(passages[pid][0], facts_of[pid])
+        facts, relevant, gaps = _decoded(facts), _decoded(relevant), _decoded(gaps)
         expectation = {"required_facts": facts, "relevant_refs": relevant, "known_gaps": gaps}
         claim_list = list(claims.values())
         reviewed = bool(complete) or (abstained and not text)
@@ -392,24 +427,26 @@ def run_totals(per_response: list[dict[str, Any]]) -> dict[str, Any]:
     reviewed = [r for r in per_response if r["status"] != "unreviewed"]
     names = [*CLAIM_FIGURES]
     retrieval_names = sorted(
-        {k for r in per_response for k, v in r.items() if isinstance(v, Proportion) and "@" in k},
-        key=_figure_order,
+        {k for r in per_response for k in r if "recall@" in k}, key=_figure_order
     )
     micro: dict[str, Any] = {}
     macro: dict[str, Any] = {}
     undefined: dict[str, int] = {}
     for name in names + retrieval_names:
         rows = reviewed if name in CLAIM_FIGURES else per_response
-        values = [r.get(name) for r in rows if isinstance(r.get(name), Proportion)]
-        pooled = sum(values, Proportion(0, 0))
-        micro[name] = pooled
-        defined = [v.value for v in values if v.defined]
-        undefined[name] = len(rows) - len(defined)
-        macro[name] = (
-            {"value": round(sum(defined) / len(defined), 4), "cases": len(defined)}
-            if defined
-            else None
-        )
+        k = n = defined = 0
+        total = 0.0
+        for r in rows:
+            value = r.get(name)
+            if value is None or not value.n:
+                continue
+            k += value.k
+            n += value.n
+            defined += 1
+            total += value.k / value.n
+        micro[name] = Proportion(k, n)
+        undefined[name] = len(rows) - defined
+        macro[name] = {"value": round(total / defined, 4), "cases": defined} if defined else None
     hits = sorted({k for r in per_response for k in r if k.startswith("hit@")}, key=_figure_order)
     for name in hits:
         values = [r[name] for r in per_response if r.get(name) is not None]

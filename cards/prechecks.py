@@ -68,11 +68,18 @@ def numbers_in(text: str) -> list[str]:
 
 def without_spans(text: str, spans: Iterable[tuple[int, int]]) -> str:
     """The text with the given spans blanked out (so `[3]` does not count as a number)."""
-    chars = list(text)
-    for start, end in spans:
-        for i in range(max(start, 0), min(end, len(chars))):
-            chars[i] = " "
-    return "".join(chars)
+    if not spans:
+        return text
+    parts, cursor = [], 0
+    for start, end in sorted(spans):
+        start, end = max(start, cursor), min(end, len(text))
+        if start >= end:
+            continue
+        parts.append(text[cursor:start])
+        parts.append(" " * (end - start))
+        cursor = end
+    parts.append(text[cursor:])
+    return "".join(parts)
 
 
 def _missing_numbers(text: str, evidence: Iterable[frozenset[str]]) -> list[str]:

@@ -134,6 +134,8 @@ def bundle_import(
             importer.read(stream, progress)
             if importer.problems or dry_run:
                 transaction.set_rollback(True)
+            else:
+                importer.writer.analyze_after_commit()
     except IntegrityError as exc:
         # Every rule is checked before writing; what reaches here is a race with
         # another writer (the same run_id imported twice at once, say).
