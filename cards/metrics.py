@@ -72,6 +72,17 @@ class ClaimState:
 
 
 @dataclass
+class ResponseDetail:
+    """What a comparison needs beyond the figures (kept only when asked for)."""
+
+    expectation_id: int
+    claims: list[ClaimState]
+    cited: set[str]
+    relevant: list[str]
+    facts: list[dict]
+
+
+@dataclass
 class VerdictView:
     support: str  # a label, "unreviewed" or "no_consensus"
     association: str
@@ -257,6 +268,7 @@ class RunFigures:
     source: Source
     per_response: list[dict[str, Any]]
     totals: dict[str, Any]
+    details: dict[str, ResponseDetail] = field(default_factory=dict)  # by case_id, on request
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -267,7 +279,12 @@ class RunFigures:
         }
 
 
-def run_metrics(*, run: Run, source: Source = Source()) -> RunFigures:  # noqa: B008
+def run_metrics(
+    *,
+    run: Run,
+    source: Source = Source(),
+    keep_details: bool = False,  # noqa: B008
+) -> RunFigures:
     """Every figure of metrics.md for every response of the run, and the run totals."""
     responses = (
         Response.objects.filter(run=run)
@@ -276,6 +293,7 @@ def run_metrics(*, run: Run, source: Source = Source()) -> RunFigures:  # noqa: 
         .values_list(
             "pk",
             "case__case_id",
+            "expectation_id",
             "text",
             "abstained",
             "review_complete",
@@ -339,9 +357,18 @@ def run_metrics(*, run: Run, source: Source = Source()) -> RunFigures:  # noqa: 
         .iterator(chunk_size=CHUNK)
     )
     per_response = []
-    for pk, case_id, text, abstained, complete, facts, relevant, gaps in responses.iterator(
-        chunk_size=CHUNK
-    ):
+    details: dict[str, ResponseDetail] = {}
+    for (
+        pk,
+        case_id,
+        expectation_id,
+        text,
+        abstained,
+        complete,
+        facts,
+        relevant,
+        gaps,
+    ) in responses.iterator(chunk_size=CHUNK):
         claims: dict[int, ClaimState] = {}
         for (
             _,
@@ -403,7 +430,15 @@ def run_metrics(*, run: Run, source: Source = Source()) -> RunFigures:  # noqa: 
             )
         )
         per_response.append({"case_id": case_id, **figures, "prechecks": hints.as_dict()})
-    return RunFigures(run.run_id, source, per_response, run_totals(per_response))
+        if keep_details:
+            details[case_id] = ResponseDetail(
+                expectation_id=expectation_id,
+                claims=claim_list,
+                cited={passages[pid][0] for _, pid, _, _ in cited_rows},
+                relevant=relevant,
+                facts=facts,
+            )
+    return RunFigures(run.run_id, source, per_response, run_totals(per_response), details)
 
 
 def _facts(row: tuple) -> PassageFacts:

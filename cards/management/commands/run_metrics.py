@@ -39,7 +39,11 @@ def find_run(slug: str | None, run_id: str) -> Run:
         project = project_for_command(slug=slug)
     except ProjectChoiceError as exc:
         raise CommandError(str(exc), returncode=2) from None
-    run = Run.objects.filter(project=project, run_id=run_id).select_related("project").first()
+    run = (
+        Run.objects.filter(project=project, run_id=run_id)
+        .select_related("project", "snapshot")
+        .first()
+    )
     if run is None:
         raise CommandError(f"run {run_id!r} does not exist in project {project.slug!r}")
     return run
