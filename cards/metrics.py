@@ -76,6 +76,7 @@ class ResponseDetail:
     """What a comparison needs beyond the figures (kept only when asked for)."""
 
     expectation_id: int
+    answer: str
     claims: list[ClaimState]
     cited: set[str]
     relevant: list[str]
@@ -433,6 +434,7 @@ def run_metrics(
         if keep_details:
             details[case_id] = ResponseDetail(
                 expectation_id=expectation_id,
+                answer=text,
                 claims=claim_list,
                 cited={passages[pid][0] for _, pid, _, _ in cited_rows},
                 relevant=relevant,

@@ -46,6 +46,7 @@ class Card:
     head_seq: int
     attached: list[Passage]
     hints: list[str]
+    rereview: list[tuple[str, str]] = field(default_factory=list)  # (ref, newer snapshot)
 
     @property
     def withdrawn(self) -> bool:
@@ -109,7 +110,7 @@ def review_page(*, run: Run, case_id: str, membership: Membership) -> ReviewPage
     for citation in citations:
         passages.setdefault(citation.passage.ref, citation.passage)
     cited_refs = {c.passage.ref for c in citations}
-    drifted = _drifted_refs(run=run, refs=cited_refs, passages=passages)
+    drifted = _drifted_refs(run=run, refs=set(passages), passages=passages)
 
     viewer = membership.user
     blind = run.project.blind_review and not membership.can_lead
@@ -147,7 +148,7 @@ def review_page(*, run: Run, case_id: str, membership: Membership) -> ReviewPage
         retrieved=[_facts(row.passage) for row in retrieved],
         passages={ref: _facts(p) for ref, p in passages.items()},
         relevant_refs=response.expectation.relevant_refs,
-        drifted_refs=frozenset(drifted),
+        drifted_refs=frozenset(ref for ref in drifted if ref in cited_refs),
         claims=[
             ClaimFacts(
                 card.claim.key, card.revision.kind, card.revision.text, card.revision.citations
@@ -159,6 +160,10 @@ def review_page(*, run: Run, case_id: str, membership: Membership) -> ReviewPage
     hints = prechecks(facts)
     for card in cards:
         card.hints = hints.claims.get(card.claim.key, [])
+        # The verdict rests on a text that a newer snapshot replaced: look again.
+        card.rereview = [
+            (ref, drifted[ref]) for ref in card.revision.citations if drifted.get(ref)
+        ]
     pieces, unplaced = answer_pieces(response.text, citations, cards)
     expectation = response.expectation
     return ReviewPage(
@@ -187,16 +192,23 @@ def _facts(passage: Passage) -> PassageFacts:
     return PassageFacts(passage.ref, frozenset(passage.numbers.split()), passage.version_status)
 
 
-def _drifted_refs(*, run: Run, refs: set[str], passages: dict[str, Passage]) -> set[str]:
-    """Cited refs whose text differs in another snapshot of the project (one query)."""
+def _drifted_refs(*, run: Run, refs: set[str], passages: dict[str, Passage]) -> dict[str, str]:
+    """Refs whose text differs in another snapshot of the project → the newest such snapshot
+    when it is newer than this run's ("" when only older ones differ). One query."""
     if not refs:
-        return set()
+        return {}
     others = (
         Passage.objects.filter(snapshot__project_id=run.project_id, ref__in=refs)
         .exclude(snapshot_id=run.snapshot_id)
-        .values_list("ref", "sha256")
+        .order_by("snapshot__created_at", "snapshot_id")
+        .values_list("ref", "sha256", "snapshot__name", "snapshot__created_at")
     )
-    return {ref for ref, digest in others if digest != passages[ref].sha256}
+    mine = run.snapshot.created_at
+    drifted: dict[str, str] = {}
+    for ref, digest, name, created in others:
+        if digest != passages[ref].sha256:
+            drifted[ref] = name if created > mine else drifted.get(ref, "")
+    return drifted
 
 
 def answer_pieces(

@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
+from django.core.paginator import Paginator
 from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from cards.agreement import annotators_of
+from cards.models import Diagnosis
 from evidence.http import HtmxHttpRequest
 from evidence.selectors import membership_for
+from replay.compare_view import (
+    filter_pairs,
+    metadata_rows,
+    pair_rows,
+    source_from,
+    summary_band,
+)
+from replay.comparison import compare_runs
+from replay.drift import drifted_refs
+from replay.models import Run
 from replay.selectors import responses_for_run, run_for_project
 
 
@@ -24,5 +37,57 @@ def run_detail(request: HtmxHttpRequest, slug: str, run_id: str) -> HttpResponse
             "membership": membership,
             "run": run,
             "responses": responses,
+        },
+    )
+
+
+PAIRS_PER_PAGE = 20
+
+
+@require_GET
+def run_compare(request: HtmxHttpRequest, slug: str) -> HttpResponse:
+    membership = membership_for(user=request.user, slug=slug)
+    project = membership.project
+    runs = list(Run.objects.filter(project=project).select_related("snapshot").order_by("run_id"))
+    by_id = {run.run_id: run for run in runs}
+    run_b = by_id.get(request.GET.get("b", ""))
+    run_a = by_id.get(request.GET.get("a", "")) or (
+        by_id.get(run_b.baseline_run_id) if run_b is not None else None
+    )
+    context = {"project": project, "membership": membership, "runs": runs, "a": run_a, "b": run_b}
+    if run_a is None or run_b is None:
+        return render(request, "replay/compare.html", context)
+    source = source_from(request.GET.get("source", "default"))
+    comparison = compare_runs(run_a=run_a, run_b=run_b, source=source)
+    shown = filter_pairs(comparison.pairs, request.GET.get("show", "all"))
+    page = Paginator(shown, PAIRS_PER_PAGE).get_page(request.GET.get("page"))
+    context |= {
+        "comparison": comparison,
+        "source": source,
+        "show": request.GET.get("show", "all"),
+        "page": page,
+        "rows": [pair_rows(pair, source) for pair in page.object_list],
+        "summary": summary_band(comparison),
+        "metadata": metadata_rows(run_a, run_b),
+        "annotators": annotators_of(run=run_a),
+        "diagnosis_codes": Diagnosis.values,
+        "figure_rows": [
+            (name, comparison.metrics_a["micro"][name], comparison.metrics_b["micro"][name], diff)
+            for name, diff in comparison.difference().items()
+        ],
+    }
+    return render(request, "replay/compare.html", context)
+
+
+@require_GET
+def project_drift(request: HtmxHttpRequest, slug: str) -> HttpResponse:
+    membership = membership_for(user=request.user, slug=slug)
+    return render(
+        request,
+        "replay/drift.html",
+        {
+            "project": membership.project,
+            "membership": membership,
+            "refs": drifted_refs(project=membership.project),
         },
     )

@@ -1,0 +1,65 @@
+from __future__ import annotations
+
+from django.urls import reverse
+
+
+def test_the_side_by_side_page_aligns_claims_and_marks_changes(client, reviewer, demo_runs):
+    client.force_login(reviewer)
+    url = reverse("run_compare", args=["demo"])
+    response = client.get(
+        url, {"a": "q017-r1", "b": "q017-r2", "source": "annotator:seed-protocol"}
+    )
+    content = response.content.decode()
+    assert response.status_code == 200
+    assert "▲ improved" in content and "verdict changed" in content
+    assert 'prompt_version <span class="badge">differs</span>' in content
+    assert response.context["summary"] == {
+        "pairs": 1, "comparable": 1, "regressions": 0, "improvements": 1, "left_out": 0,
+        "reasons": {},
+    }  # fmt: skip
+
+
+def test_b_defaults_its_a_to_the_declared_baseline(client, reviewer, demo_runs):
+    client.force_login(reviewer)
+    response = client.get(reverse("run_compare", args=["demo"]), {"b": "q017-r3"})
+    assert response.context["a"].run_id == "q017-r1"
+    assert response.context["summary"]["reasons"] == {"passage_drift": 1}
+    assert "not comparable" in response.content.decode()
+
+
+def test_the_filters_narrow_the_pairs(client, reviewer, demo_runs):
+    client.force_login(reviewer)
+    url = reverse("run_compare", args=["demo"])
+    base = {"a": "q017-r1", "b": "q017-r3", "source": "annotator:seed-protocol"}
+    assert len(client.get(url, base | {"show": "not_comparable"}).context["rows"]) == 1
+    assert len(client.get(url, base | {"show": "regressions"}).context["rows"]) == 0
+    assert (
+        len(client.get(url, base | {"show": "diagnosis:citation_conflicts"}).context["rows"]) == 1
+    )
+
+
+def test_the_drift_page_shows_both_hashes_a_diff_and_the_claims_at_risk(
+    client, reviewer, demo_runs
+):
+    client.force_login(reviewer)
+    response = client.get(reverse("project_drift", args=["demo"]))
+    [item] = response.context["refs"]
+    assert item.ref == "D-01@returns-v4#p04"
+    assert [v.snapshot for v in item.versions] == ["store-kb@2026-07", "store-kb@2026-10"]
+    content = response.content.decode()
+    assert "<del>30</del>" in content and "<ins>14</ins>" in content
+    at_risk = {(c["run_id"], c["claim_id"]) for c in item.claims}
+    assert at_risk == {
+        ("q017-r1", "C-017-1"), ("q017-r1", "C-017-2"),
+        ("q017-r2", "C-017-r2-1"), ("q017-r2", "C-017-r2-2"),
+    }  # fmt: skip
+
+
+def test_cards_resting_on_an_old_text_are_flagged_re_review(client, reviewer, demo_runs):
+    client.force_login(reviewer)
+    page = client.get(reverse("case_detail", args=["demo", "q017-r1", "Q-017"])).context["page"]
+    flags = {card.claim.key: card.rereview for card in page.cards}
+    assert flags["C-017-1"] == [("D-01@returns-v4#p04", "store-kb@2026-10")]
+    assert flags["C-017-3"] == []  # D-02 did not change
+    newest = client.get(reverse("case_detail", args=["demo", "q017-r3", "Q-017"]))
+    assert "re-review" not in newest.content.decode()
