@@ -96,7 +96,7 @@ def _grouped(rows: Iterator[tuple], key_index: int = 0) -> Iterator[tuple[Any, l
         yield key, list(group)
 
 
-class _Merge:
+class Lockstep:
     """Walks several iterators ordered by response id in step with the responses."""
 
     def __init__(self, rows: Iterator[tuple]):
@@ -314,19 +314,19 @@ def run_metrics(
     drifted = _drifted(run, passages)
     facts_of = {pk: _facts(row) for pk, row in passages.items()}  # built once per passage
     doc_of = {ref: doc for ref, doc, *_ in passages.values()}
-    retrievals = _Merge(
+    retrievals = Lockstep(
         Retrieval.objects.filter(response__run=run)
         .order_by("response_id", "rank")
         .values_list("response_id", "passage_id")
         .iterator(chunk_size=CHUNK)
     )
-    citations = _Merge(
+    citations = Lockstep(
         Citation.objects.filter(response__run=run)
         .order_by("response_id", "position")
         .values_list("response_id", "passage_id", "start", "end")
         .iterator(chunk_size=CHUNK)
     )
-    revisions = _Merge(
+    revisions = Lockstep(
         ClaimRevision.objects.filter(claim__response__run=run)
         .order_by("claim__response_id", "claim__position", "claim_id", "-seq")
         .values_list(
@@ -342,7 +342,7 @@ def run_metrics(
         )  # fmt: skip
         .iterator(chunk_size=CHUNK)
     )
-    verdicts = _Merge(
+    verdicts = Lockstep(
         VerdictRevision.objects.filter(claim__response__run=run)
         .order_by("claim__response_id", "claim_id", "-seq")
         .values_list(

@@ -91,7 +91,13 @@ def AppendOnly(*tables: str) -> RunVendorSQL:  # noqa: N802 - reads as an operat
 
 APPEND_ONLY_TABLES = {
     "evidence": ["evidence_passage", "evidence_case", "evidence_expectation"],
-    "replay": ["replay_run", "replay_response", "replay_retrieval", "replay_citation"],
+    "replay": [
+        "replay_run",
+        "replay_response",
+        "replay_retrieval",
+        "replay_citation",
+        "replay_auditexport",
+    ],
     "cards": [
         "cards_claim",
         "cards_claimrevision",

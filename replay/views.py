@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
+import logging
+
+from django.contrib import messages
 from django.core.paginator import Paginator
-from django.http import HttpResponse
-from django.shortcuts import render
+from django.http import HttpResponse, StreamingHttpResponse
+from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 
 from cards.agreement import annotators_of
 from cards.models import Diagnosis
 from evidence.http import HtmxHttpRequest
 from evidence.selectors import membership_for
+from evidence.views import forbidden
+from replay.audit.export import AuditExportError, export_stream
+from replay.audit.services import audit_package, audit_record
 from replay.compare_view import (
     filter_pairs,
     metadata_rows,
@@ -20,7 +26,7 @@ from replay.compare_view import (
 )
 from replay.comparison import compare_runs
 from replay.drift import drifted_refs
-from replay.models import Run
+from replay.models import AuditExport, Run
 from replay.selectors import responses_for_run, run_for_project
 
 
@@ -41,6 +47,7 @@ def run_detail(request: HtmxHttpRequest, slug: str, run_id: str) -> HttpResponse
     )
 
 
+logger = logging.getLogger(__name__)
 PAIRS_PER_PAGE = 20
 
 
@@ -91,3 +98,54 @@ def project_drift(request: HtmxHttpRequest, slug: str) -> HttpResponse:
             "refs": drifted_refs(project=membership.project),
         },
     )
+
+
+@require_GET
+def audit_export(request: HtmxHttpRequest, slug: str) -> HttpResponse:
+    membership = membership_for(user=request.user, slug=slug)
+    project = membership.project
+    if not membership.can_lead:
+        return forbidden(request, project, "export audit packages")
+    runs = list(Run.objects.filter(project=project).order_by("run_id"))
+    if request.GET.get("download"):
+        compare = [request.GET.get("a"), request.GET.get("b")]
+        try:
+            package = audit_package(
+                slug=slug,
+                run_ids=request.GET.getlist("run") or None,
+                compare=compare if all(compare) else None,
+            )
+        except LookupError as exc:
+            messages.error(request, str(exc))
+            return redirect("audit_export", slug)
+        return StreamingHttpResponse(
+            _streamed(package, request.user),
+            content_type="application/zip",
+            headers={"Content-Disposition": f'attachment; filename="audit-{slug}.zip"'},
+        )
+    return render(
+        request,
+        "replay/audit.html",
+        {
+            "project": project,
+            "membership": membership,
+            "runs": runs,
+            "exports": AuditExport.objects.filter(project=project).select_related("exported_by")[
+                :50
+            ],
+        },
+    )
+
+
+def _streamed(package, user):
+    """Bytes as they are made: the browser shows the download's progress from the start.
+
+    An integrity failure found mid-way cuts the stream: the zip then has no manifest,
+    so it cannot pass verification, and no package id is recorded for it.
+    """
+    try:
+        yield from export_stream(package)
+    except AuditExportError:
+        logger.exception("audit export of %s refused", package.project.slug)
+        raise
+    audit_record(package=package, user=user)
