@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass, field
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import Exists, OuterRef, Prefetch, Q
+from django.db.models import Exists, OuterRef, Prefetch, Q, Subquery
 from django.http import Http404
 
 from cards.models import Assignment, Claim, ClaimRevision, Origin, VerdictRevision
@@ -40,7 +40,8 @@ class Card:
     revision: ClaimRevision
     verdicts: list[VerdictRevision]  # visible to the viewer, newest first
     current: VerdictRevision | None  # the one that colours the card
-    mine: VerdictRevision | None
+    mine: VerdictRevision | None  # the viewer's newest review verdict
+    mine_adjudication: VerdictRevision | None  # the viewer's newest adjudication
     hidden_count: int  # verdicts hidden by blind review
     history: list[HistoryEntry]
     head_seq: int
@@ -118,9 +119,11 @@ def review_page(*, run: Run, case_id: str, membership: Membership) -> ReviewPage
     for claim in claims:
         revisions = list(claim.revisions.all())
         all_verdicts = list(claim.verdicts.all())
-        mine = next((v for v in all_verdicts if v.author_id == viewer.pk), None)
+        own = [v for v in all_verdicts if v.author_id == viewer.pk]
+        mine = next((v for v in own if v.origin == Origin.REVIEW), None)
+        mine_adjudication = next((v for v in own if v.origin == Origin.ADJUDICATION), None)
         visible = all_verdicts
-        if blind and mine is None:
+        if blind and not own:
             visible = []
         history = [HistoryEntry(r.seq, "claim", r) for r in revisions] + [
             HistoryEntry(v.seq, "verdict", v) for v in visible
@@ -134,6 +137,7 @@ def review_page(*, run: Run, case_id: str, membership: Membership) -> ReviewPage
                 verdicts=visible,
                 current=_current(visible),
                 mine=mine,
+                mine_adjudication=mine_adjudication,
                 hidden_count=len(all_verdicts) - len(visible),
                 history=history,
                 head_seq=max([r.seq for r in revisions] + [v.seq for v in all_verdicts]),
@@ -255,7 +259,8 @@ def answer_pieces(
     return pieces, unplaced
 
 
-SENTENCE_END = re.compile(r"[.!?](?:\s+|$)")
+# A sentence ends at . ! ? followed by blanks, the end, or a masked marker ("items.[D-01] Your").
+SENTENCE_END = re.compile(r"[.!?](?:[\s\0]+|$)")
 CONJUNCTION = re.compile(r",?\s+(?:and|but|while|whereas)\s+|;\s+", re.IGNORECASE)
 
 
@@ -292,7 +297,8 @@ def _trimmed(plain: str, start: int, end: int) -> tuple[int, int]:
 
 
 def _clean(plain: str, start: int, end: int) -> str:
-    return re.sub(r"\s+", " ", plain[start:end].replace("\0", "")).strip()
+    text = re.sub(r"\s+", " ", plain[start:end].replace("\0", "")).strip()
+    return re.sub(r"\s+([.,;:!?])", r"\1", text)  # "80 °C [D1]." → "80 °C."
 
 
 def _sentence(plain: str, start: int, end: int) -> list[Suggestion]:
@@ -318,8 +324,12 @@ def _sentence(plain: str, start: int, end: int) -> list[Suggestion]:
 def next_in_queue(*, membership: Membership, after: Response | None = None) -> Response | None:
     """My next assigned response that is not reviewed yet (decomposition or my verdicts)."""
     user = membership.user
-    lacking_my_verdict = Claim.objects.filter(response=OuterRef("pk")).exclude(
-        Exists(VerdictRevision.objects.filter(claim=OuterRef("pk"), author=user))
+    newest = ClaimRevision.objects.filter(claim=OuterRef("pk")).order_by("-seq")
+    lacking_my_verdict = (
+        Claim.objects.filter(response=OuterRef("pk"))
+        .annotate(withdrawn=Subquery(newest.values("withdrawn")[:1]))
+        .filter(withdrawn=False)  # a withdrawn claim takes no verdict
+        .exclude(Exists(VerdictRevision.objects.filter(claim=OuterRef("pk"), author=user)))
     )
     queue = (
         Response.objects.filter(
@@ -369,13 +379,15 @@ def disagreements(*, run: Run) -> list[Disagreement]:
     )
     found = []
     for claim in claims:
-        newest: dict[str, VerdictRevision] = {}
+        newest: dict[tuple[str, bool], VerdictRevision] = {}
         adjudication = None
         for verdict in claim.verdicts.all():
             if verdict.origin == Origin.ADJUDICATION:
                 adjudication = adjudication or verdict
             else:
-                newest.setdefault(verdict.annotator, verdict)
+                # A local user and an imported annotator may share a name: keep them apart.
+                key = (verdict.annotator, verdict.origin == Origin.IMPORTED)
+                newest.setdefault(key, verdict)
         if len({v.support for v in newest.values()}) > 1:
             revision = claim.revisions.all()[0]
             if not revision.withdrawn:

@@ -11,12 +11,14 @@ cross-table trigger refuse anything that slips past.
 from __future__ import annotations
 
 import re
+import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
+from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
 from cards.chain import claim_revision_document, seal, verdict_revision_document
@@ -111,22 +113,36 @@ def _clean_spans(spans: Sequence[Sequence[int]], text: str) -> list[list[int]]:
 
 
 def citations_within(response: Response, spans: Sequence[Sequence[int]]) -> list[str]:
-    """Refs of the markers inside a span, or right after one (only blanks or punctuation between).
+    """Refs of the markers inside a span, or right after one.
 
-    Markers usually follow the sentence they support: "… final-sale items.[D-01]".
+    Markers usually follow the sentence they support: "… final-sale items.[D-01]",
+    "… (see [1][2])". Between the span and the marker there may be only blanks,
+    punctuation and other markers.
     """
-    refs: list[str] = []
     text = response.text
-    for citation in response.citations.select_related("passage").order_by("position"):
-        if citation.start is None:
-            continue
+    markers = [
+        c for c in response.citations.select_related("passage").order_by("position")
+        if c.start is not None
+    ]  # fmt: skip
+    covered = [False] * len(text)
+    for c in markers:
+        for i in range(c.start, c.end):
+            covered[i] = True
+    refs: list[str] = []
+    for citation in markers:
         for start, end in spans:
             overlaps = citation.start < end and citation.end > start
-            follows = citation.start >= end and not text[end : citation.start].strip(" .,;:!?")
+            follows = citation.start >= end and all(
+                covered[i] or _filler(text[i]) for i in range(end, citation.start)
+            )
             if overlaps or follows:
                 refs.append(citation.passage.ref)
                 break
     return list(dict.fromkeys(refs))
+
+
+def _filler(char: str) -> bool:
+    return char.isspace() or unicodedata.category(char).startswith("P")
 
 
 def _allowed_refs(response: Response) -> set[str]:
@@ -198,7 +214,8 @@ def claim_create(
     Response.objects.select_for_update(of=("self",)).filter(pk=response.pk).first()
     existing = list(Claim.objects.filter(response=response).values_list("key", "position"))
     keys = {key for key, _ in existing}
-    number = len(existing) + 1
+    # c1, c2, …: one past the highest number in use (imported claims may be named c0, c1).
+    number = max((int(k[1:]) for k in keys if re.fullmatch(r"c\d+", k)), default=0) + 1
     while f"c{number}" in keys:
         number += 1
     claim = Claim.objects.create(
@@ -261,6 +278,15 @@ def verdict_save(
     """
     claim, head = _lock_claim(claim.pk)
     _require_member(project_id=claim.response.run.project_id, user=author, lead=adjudication)
+    current = ClaimRevision.objects.filter(claim=claim).order_by("-seq").first()
+    if current.seq != seen_claim_seq:
+        # A rewrite or a withdrawal since the form was loaded: the form is stale.
+        raise StaleCard(
+            f"{current.annotator} "
+            + ("withdrew" if current.withdrawn else "rewrote")
+            + " this claim since you opened it. Your verdict was not saved; what you typed is "
+            "kept below: read the claim again and save."
+        )
     errors: dict[str, str] = {}
     if support not in Support.values:
         errors["support"] = "Choose supported, partial, unsupported or not assessable."
@@ -270,7 +296,6 @@ def verdict_save(
         errors["contradicts"] = "Only an unsupported claim can be marked as contradicted."
     if diagnosis and diagnosis not in Diagnosis.values:
         errors["diagnosis"] = "Not one of the six diagnoses."
-    current = ClaimRevision.objects.filter(claim=claim).order_by("-seq").first()
     relevance = {ref: label for ref, label in (citation_relevance or {}).items() if label}
     if set(relevance) - set(current.citations) or set(relevance.values()) - set(Relevance.values):
         errors["citation_relevance"] = "Relevance is judged only for the claim's citations."
@@ -282,11 +307,6 @@ def verdict_save(
         errors["support"] = "This claim was withdrawn; it takes no verdict."
     if errors:
         raise ValidationError(errors)
-    if current.seq != seen_claim_seq:
-        raise StaleCard(
-            f"{current.annotator} rewrote this claim since you opened it. Your verdict was not "
-            "saved; read the claim again and save."
-        )
     origin = Origin.ADJUDICATION if adjudication else Origin.REVIEW
     mine = (
         VerdictRevision.objects.filter(claim=claim, author=author, origin=origin)
@@ -323,8 +343,8 @@ def response_mark_complete(
 ) -> ResponseReview:
     """Mark the decomposition complete (metrics count only reviewed responses), or reopen it."""
     _require_member(project_id=response.run.project_id, user=author)
-    if complete and response.text and not Claim.objects.filter(response=response).exists():
-        # An answer with text and no claim is unreviewed, not an abstention.
+    if complete and response.text and not _has_current_claim(response):
+        # An answer with text and no (unwithdrawn) claim is unreviewed, not an abstention.
         raise ValidationError(
             {"complete": "Split the answer into claims first (an abstention is a claim too)."}
         )
@@ -332,6 +352,16 @@ def response_mark_complete(
         response=response, complete=complete, author=author,
         annotator=author.get_username(), origin=Origin.REVIEW,
     )  # fmt: skip
+
+
+def _has_current_claim(response: Response) -> bool:
+    newest = ClaimRevision.objects.filter(claim=OuterRef("pk")).order_by("-seq")
+    return (
+        Claim.objects.filter(response=response)
+        .annotate(withdrawn=Subquery(newest.values("withdrawn")[:1]))
+        .filter(withdrawn=False)
+        .exists()
+    )
 
 
 @transaction.atomic

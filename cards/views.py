@@ -63,21 +63,23 @@ def _case_url(page: ReviewPage, anchor: str = "") -> str:
 
 
 def _verdict_form(card, data=None, *, adjudicate: bool = False) -> VerdictForm:
+    # A lead's adjudications and own verdicts are two separate lines of revisions.
+    own = card.mine_adjudication if adjudicate else card.mine
     initial = {
         "seen_claim_seq": card.revision.seq,
-        "seen_own_seq": card.mine.seq if card.mine else None,
+        "seen_own_seq": own.seq if own else None,
         "seen_head_seq": card.head_seq,
         "adjudicate": adjudicate,
     }
-    if card.mine is not None:
+    if own is not None:
         initial |= {
-            "support": card.mine.support,
-            "association": card.mine.association,
-            "contradicts": card.mine.contradicts,
-            "diagnosis": card.mine.diagnosis,
+            "support": own.support,
+            "association": own.association,
+            "contradicts": own.contradicts,
+            "diagnosis": own.diagnosis,
         }
         for i, ref in enumerate(card.revision.citations):
-            initial[f"relevance_{i}"] = card.mine.citation_relevance.get(ref, "")
+            initial[f"relevance_{i}"] = own.citation_relevance.get(ref, "")
     form = VerdictForm(data, initial=initial, refs=card.revision.citations)
     if data is not None:
         form.is_valid()
@@ -160,7 +162,8 @@ def claim_add(request: HtmxHttpRequest, slug: str, run_id: str, case_id: str) ->
         messages.success(request, f"Claim {claim.key} added.")
         return redirect(_case_url(page, f"card-{claim.key}"))
     page = _page(request, slug, run_id, case_id)
-    response = render(request, "cards/review.html#workspace", _context(page))
+    context = _context(page, partial_messages=True)
+    response = render(request, "cards/review.html#workspace-swap", context)
     return trigger_client_event(response, "claim-added", {"key": claim.key})
 
 
@@ -175,6 +178,7 @@ def claim_change(
     form = ClaimReviseForm(
         request.POST, fact_ids=expectation.fact_ids, gap_ids=expectation.gap_ids, refs=refs
     )
+    status = 200
     if form.is_valid():
         data = form.cleaned_data
         try:
@@ -192,17 +196,24 @@ def claim_change(
                 withdrawn=data["withdrawn"],
             )
         except StaleCard as exc:
+            status = 409
             messages.error(request, str(exc))
         except ValidationError as exc:
+            status = 400
             messages.error(request, "; ".join(_messages(exc)))
         else:
             messages.success(request, f"Claim {key} revised.")
     else:
+        status = 400
         messages.error(request, "; ".join(e for errs in form.errors.values() for e in errs))
-    if request.htmx:
-        page = _page(request, slug, run_id, case_id)
-        return render(request, "cards/review.html#workspace", _context(page))
-    return redirect(_case_url(page, f"card-{key}"))
+    if status == 200 and not request.htmx:
+        return redirect(_case_url(page, f"card-{key}"))
+    page = _page(request, slug, run_id, case_id)
+    # A refused change keeps what was typed, in the card's open revise form.
+    extra = {} if status == 200 else {"revise_key": key, "revise_data": request.POST}
+    template = "cards/review.html#workspace-swap" if request.htmx else "cards/review.html"
+    context = _context(page, partial_messages=bool(request.htmx), **extra)
+    return render(request, template, context, status=status)
 
 
 @require_POST
@@ -267,18 +278,23 @@ def review_complete(
 ) -> HttpResponse:
     page = _page(request, slug, run_id, case_id)
     complete = request.POST.get("complete", "1") != "0"
+    status = 200
     try:
         response_mark_complete(response=page.response, author=request.user, complete=complete)
     except ValidationError as exc:
+        status = 400
         messages.error(request, "; ".join(_messages(exc)))
     else:
         messages.success(
             request, "Decomposition marked complete." if complete else "Decomposition reopened."
         )
-    if request.htmx:
-        page = _page(request, slug, run_id, case_id)
-        return render(request, "cards/review.html#status", _context(page))
-    return redirect(_case_url(page))
+    if status == 200 and not request.htmx:
+        return redirect(_case_url(page))
+    page = _page(request, slug, run_id, case_id)
+    template = "cards/review.html#status" if request.htmx else "cards/review.html"
+    return render(
+        request, template, _context(page, partial_messages=bool(request.htmx)), status=status
+    )
 
 
 @require_GET
@@ -363,6 +379,17 @@ def _add_errors(form, exc: ValidationError) -> None:
         form.add_error(None, exc)
 
 
+BLIND_FIGURES = (
+    "This project reviews blind: figures built from other reviewers' verdicts are for leads "
+    "until the review is over."
+)
+
+
+def blind_for(membership: Membership) -> bool:
+    """Blind double review hides others' verdicts from reviewers, in aggregates too."""
+    return membership.project.blind_review and not membership.can_lead
+
+
 def _source(request: HtmxHttpRequest) -> Source:
     raw = request.GET.get("source", "default")
     if raw == "consensus":
@@ -385,6 +412,8 @@ def run_figures(
     request: HtmxHttpRequest, slug: str, run_id: str, fmt: str = "html"
 ) -> HttpResponse:
     membership = membership_for(user=request.user, slug=slug)
+    if blind_for(membership):
+        raise PermissionDenied(BLIND_FIGURES)
     run = run_for_project(project=membership.project, run_id=run_id)
     source = _source(request)
     figures = run_metrics(run=run, source=source)

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from django.db.models import IntegerField, OuterRef, Q, QuerySet, Subquery
+from django.db.models import IntegerField, OuterRef, Q, QuerySet, Subquery, Value
+from django.db.models.functions import Coalesce
 from django.http import Http404
 
 from cards.models import Claim, ResponseReview
@@ -17,10 +18,14 @@ class SubqueryCount(Subquery):
     output_field = IntegerField()
 
 
-def latest_review_complete() -> Subquery:
-    """The newest ResponseReview's `complete` for the outer response (None when never marked)."""
+def latest_review_complete() -> Coalesce:
+    """The newest ResponseReview's `complete` for the outer response; False when never marked.
+
+    Never marked must read as False, not NULL: NOT (NULL = true) would drop the row
+    from "not reviewed yet" filters such as the queue.
+    """
     newest = ResponseReview.objects.filter(response=OuterRef("pk")).order_by("-pk")
-    return Subquery(newest.values("complete")[:1])
+    return Coalesce(Subquery(newest.values("complete")[:1]), Value(False))
 
 
 def reviewed_condition() -> Q:

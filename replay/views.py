@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 
 from django.contrib import messages
+from django.core.exceptions import PermissionDenied
 from django.core.paginator import Paginator
 from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
@@ -12,6 +13,7 @@ from django.views.decorators.http import require_GET
 
 from cards.agreement import annotators_of
 from cards.models import Diagnosis
+from cards.views import BLIND_FIGURES, blind_for
 from evidence.http import HtmxHttpRequest
 from evidence.selectors import membership_for
 from evidence.views import forbidden
@@ -55,6 +57,8 @@ PAIRS_PER_PAGE = 20
 def run_compare(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     membership = membership_for(user=request.user, slug=slug)
     project = membership.project
+    if blind_for(membership):
+        raise PermissionDenied(BLIND_FIGURES)
     runs = list(Run.objects.filter(project=project).select_related("snapshot").order_by("run_id"))
     by_id = {run.run_id: run for run in runs}
     run_b = by_id.get(request.GET.get("b", ""))

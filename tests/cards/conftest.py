@@ -1,0 +1,169 @@
+"""Claims to review, and helpers that load a card's form the way a browser would.
+
+Most tests split claims out of `q017-r3` (Q-017 replayed after the policy page
+changed): it arrives with an answer and two markers but no claim, so every
+revision on it is made here.
+"""
+
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import User
+from django.urls import reverse
+
+from cards.chain import claim_revision_document, seal, verdict_revision_document
+from cards.models import Claim, ClaimRevision, Origin, VerdictRevision
+from cards.selectors import ReviewPage, review_page
+from cards.services import claim_create, verdict_save
+from evidence.models import Membership, Project, Role
+from evidence.services import membership_set
+from replay.models import Response, Run
+from tests.conftest import import_fixture
+
+# The answer of q017-r3, and the spans of its parts.
+ANSWER = (
+    "Items bought directly from the store can be returned within 14 calendar days of delivery, "
+    "but final-sale items are excluded [D-01]. Refund processing starts once the item reaches "
+    "the warehouse [D-02]. The sources do not say how long processing takes."
+)
+WINDOW = [0, 88]  # "Items bought … of delivery"
+FINAL_SALE = [94, 123]  # "final-sale items are excluded", marker [D-01] at 124
+REFUND_START = [132, 192]  # "Refund processing … warehouse", marker [D-02] at 193
+NO_DURATION = [201, 249]  # "The sources do not say how long processing takes"
+D01 = "D-01@returns-v4#p04"
+D02 = "D-02@refunds-v2#p07"
+
+
+def response_for(run_id: str, case_id: str | None = None) -> Response:
+    responses = Response.objects.filter(run__run_id=run_id)
+    return responses.get(case__case_id=case_id) if case_id else responses.get()
+
+
+def page_for(user: User, run_id: str, case_id: str) -> ReviewPage:
+    run = Run.objects.select_related("project").get(run_id=run_id)
+    membership = Membership.objects.select_related("project", "user").get(
+        user=user, project=run.project
+    )
+    return review_page(run=run, case_id=case_id, membership=membership)
+
+
+def case_url(run_id: str, case_id: str, name: str = "case_detail", *args: str) -> str:
+    return reverse(name, args=["demo", run_id, case_id, *args])
+
+
+def verdict_url(run_id: str, case_id: str, key: str) -> str:
+    return case_url(run_id, case_id, "verdict_add", key)
+
+
+def loaded_form(client, run_id: str, case_id: str, key: str, *, adjudicate=False) -> dict:
+    """The hidden fields of a card's verdict form as the case page renders them now."""
+    page = client.get(case_url(run_id, case_id)).context["page"]
+    card = page.card(key)
+    form = card.adjudicate_form if adjudicate else card.form
+    return {
+        name: "" if form[name].value() is None else form[name].value()
+        for name in ("seen_claim_seq", "seen_own_seq", "seen_head_seq", "adjudicate")
+    }
+
+
+def judge(
+    claim: Claim, author: User, support: str = "supported", reason: str = "D-01 says so.", **kwargs
+) -> VerdictRevision:
+    """verdict_save with a form that is fresh: loaded just now by `author`."""
+    origin = Origin.ADJUDICATION if kwargs.get("adjudication") else Origin.REVIEW
+    mine = claim.verdicts.filter(author=author, origin=origin).order_by("-seq").first()
+    kwargs.setdefault("seen_claim_seq", claim.revisions.order_by("-seq").first().seq)
+    kwargs.setdefault("seen_own_seq", mine.seq if mine else None)
+    return verdict_save(claim=claim, author=author, support=support, reason=reason, **kwargs)
+
+
+def member(username: str, role: str = Role.REVIEWER, project: str = "demo") -> User:
+    user = User.objects.create_user(username=username)
+    membership_set(project=Project.objects.get(slug=project), user=user, role=role)
+    return user
+
+
+def chain_of(claim: Claim) -> list[tuple[ClaimRevision | VerdictRevision, dict]]:
+    """Every revision of the claim's chain, by seq, with the document its hash must seal.
+
+    The same recomputation as tests/evidence/test_bundle_round_trip.py: each
+    document is rebuilt from the stored row alone.
+    """
+    claim = Claim.objects.select_related("response__run__project", "response__case").get(
+        pk=claim.pk
+    )
+    identity = {
+        "project": claim.response.run.project.slug,
+        "run_id": claim.response.run.run_id,
+        "case_id": claim.response.case.case_id,
+        "claim_id": claim.key,
+    }
+    chain: list[tuple[ClaimRevision | VerdictRevision, dict]] = []
+    for revision in claim.revisions.all():
+        document = claim_revision_document(
+            **identity, seq=revision.seq, text=revision.text, kind=revision.kind,
+            spans=revision.spans, citations=revision.citations, facts=revision.facts,
+            gaps=revision.gaps, withdrawn=revision.withdrawn, reason=revision.reason,
+            annotator=revision.annotator, origin=revision.origin,
+            created_at=revision.created_at, prev_sha256=revision.prev_sha256,
+        )  # fmt: skip
+        chain.append((revision, document))
+    for verdict in claim.verdicts.select_related("supersedes"):
+        document = verdict_revision_document(
+            **identity, seq=verdict.seq, annotator=verdict.annotator, origin=verdict.origin,
+            association=verdict.association, support=verdict.support,
+            contradicts=verdict.contradicts, reason=verdict.reason, diagnosis=verdict.diagnosis,
+            citation_relevance=verdict.citation_relevance, note=verdict.note,
+            stated_at=verdict.stated_at,
+            supersedes=verdict.supersedes.seq if verdict.supersedes else None,
+            created_at=verdict.created_at, prev_sha256=verdict.prev_sha256,
+        )  # fmt: skip
+        chain.append((verdict, document))
+    return sorted(chain, key=lambda item: item[0].seq)
+
+
+def assert_chain_holds(claim: Claim) -> int:
+    """Seqs 1..n across both tables, each row sealing its document and the one before."""
+    chain = chain_of(claim)
+    assert [row.seq for row, _ in chain] == list(range(1, len(chain) + 1))
+    previous = None
+    for row, document in chain:
+        assert row.prev_sha256 == previous, row.seq
+        assert row.sha256 == seal(document), row.seq
+        previous = row.sha256
+    return len(chain)
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings) -> None:
+    # The personas are created with a password; the default hasher costs ~0.3 s a user.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def replay_response(project) -> Response:
+    """q017-r3's response: an answer with two markers and no claim yet."""
+    if not Run.objects.filter(project=project, run_id="q017-r3").exists():  # demo_runs has it
+        import_fixture("q017-r3.jsonl")
+    response = response_for("q017-r3")
+    assert response.text == ANSWER
+    return response
+
+
+@pytest.fixture
+def claim(replay_response, reviewer) -> Claim:
+    """One factual claim split by alice; its marker [D-01] follows the span."""
+    return claim_create(
+        response=replay_response,
+        author=reviewer,
+        text="Final-sale items are excluded from returns.",
+        spans=[FINAL_SALE],
+        facts=["G2"],
+    )
+
+
+@pytest.fixture
+def blind(project) -> Project:
+    Project.objects.filter(pk=project.pk).update(blind_review=True)
+    project.refresh_from_db()
+    return project
