@@ -20,6 +20,13 @@ from evidence.services import bundle_import, membership_set, project_create
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
 SHARED_FIXTURES = ROOT.parent / "shared" / "fixtures"
+# The known answers: ../shared's original when it is beside the checkout, else our copy
+# (tests/test_fixture_copies.py keeps the two equal).
+KNOWN_ANSWERS = (
+    SHARED_FIXTURES / "expected.json"
+    if (SHARED_FIXTURES / "expected.json").exists()
+    else FIXTURES / "expected.json"
+)
 PASSWORD = "correct horse battery staple"
 
 

@@ -8,12 +8,9 @@ import pytest
 
 from cards.metrics import Source, run_metrics
 from replay.models import Run
-from tests.conftest import FIXTURES, SHARED_FIXTURES
+from tests.conftest import KNOWN_ANSWERS
 
-EXPECTED_PATH = SHARED_FIXTURES / "expected.json"
-if not EXPECTED_PATH.exists():  # a checkout without ../shared: the copy beside the bundles
-    EXPECTED_PATH = FIXTURES / "expected.json"
-EXPECTED = json.loads(EXPECTED_PATH.read_text(encoding="utf-8"))
+EXPECTED = json.loads(KNOWN_ANSWERS.read_text(encoding="utf-8"))
 
 
 def expected_cases() -> list[tuple[str, str, dict]]:

@@ -17,9 +17,9 @@ from cards.prechecks import (
 from cards.services import claim_create
 from replay.models import Response
 from tests.cards.conftest import D01, FINAL_SALE, WINDOW, page_for
-from tests.conftest import SHARED_FIXTURES
+from tests.conftest import KNOWN_ANSWERS
 
-EXPECTED = json.loads((SHARED_FIXTURES / "expected.json").read_text(encoding="utf-8"))["runs"]
+EXPECTED = json.loads(KNOWN_ANSWERS.read_text(encoding="utf-8"))["runs"]
 
 
 def expected_cases() -> list[tuple[str, str | None, dict]]:
