@@ -58,6 +58,22 @@ class Source:
     def label(self) -> str:
         return f"annotator:{self.annotator}" if self.mode == "annotator" else self.mode
 
+    @classmethod
+    def parse(cls, label: str | None) -> Source:
+        """From a label (`default`, `consensus`, `annotator:NAME`); anything else is default."""
+        if label == "consensus":
+            return cls("consensus")
+        if label and label.startswith("annotator:") and label != "annotator:":
+            return cls("annotator", label.removeprefix("annotator:"))
+        return cls()
+
+    @classmethod
+    def from_options(cls, *, annotator: str | None, consensus: bool) -> Source:
+        """From the command-line options `--annotator NAME | --consensus`."""
+        if annotator:
+            return cls("annotator", annotator)
+        return cls("consensus") if consensus else cls()
+
 
 @dataclass
 class ClaimState:

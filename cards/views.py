@@ -390,15 +390,6 @@ def blind_for(membership: Membership) -> bool:
     return membership.project.blind_review and not membership.can_lead
 
 
-def _source(request: HtmxHttpRequest) -> Source:
-    raw = request.GET.get("source", "default")
-    if raw == "consensus":
-        return Source("consensus")
-    if raw.startswith("annotator:") and raw[len("annotator:") :]:
-        return Source("annotator", raw[len("annotator:") :])
-    return Source()
-
-
 def _fraction(raw: str | None, default: float, low: float, high: float) -> float:
     try:
         value = float(raw) / 100 if raw else default
@@ -415,7 +406,7 @@ def run_figures(
     if blind_for(membership):
         raise PermissionDenied(BLIND_FIGURES)
     run = run_for_project(project=membership.project, run_id=run_id)
-    source = _source(request)
+    source = Source.parse(request.GET.get("source"))
     figures = run_metrics(run=run, source=source)
     if fmt == "json":
         response = JsonResponse(

@@ -11,14 +11,6 @@ from replay.models import Run
 SYSTEM_KEYS = ("model", "prompt_version", "retrieval_config", "generation_config", "app_revision")
 
 
-def source_from(raw: str) -> Source:
-    if raw == "consensus":
-        return Source("consensus")
-    if raw.startswith("annotator:") and len(raw) > len("annotator:"):
-        return Source("annotator", raw.removeprefix("annotator:"))
-    return Source()
-
-
 def filter_pairs(pairs: list[Pair], show: str) -> list[Pair]:
     if show == "regressions":
         return [p for p in pairs if p.comparable and "regressed" in p.changes]

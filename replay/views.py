@@ -12,6 +12,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 
 from cards.agreement import annotators_of
+from cards.metrics import Source
 from cards.models import Diagnosis
 from cards.views import BLIND_FIGURES, blind_for
 from evidence.http import HtmxHttpRequest
@@ -23,7 +24,6 @@ from replay.compare_view import (
     filter_pairs,
     metadata_rows,
     pair_rows,
-    source_from,
     summary_band,
 )
 from replay.comparison import compare_runs
@@ -68,7 +68,7 @@ def run_compare(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     context = {"project": project, "membership": membership, "runs": runs, "a": run_a, "b": run_b}
     if run_a is None or run_b is None:
         return render(request, "replay/compare.html", context)
-    source = source_from(request.GET.get("source", "default"))
+    source = Source.parse(request.GET.get("source"))
     comparison = compare_runs(run_a=run_a, run_b=run_b, source=source)
     shown = filter_pairs(comparison.pairs, request.GET.get("show", "all"))
     page = Paginator(shown, PAIRS_PER_PAGE).get_page(request.GET.get("page"))

@@ -24,12 +24,9 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         run = find_run(options["project"], options["run_id"])
-        if options["annotator"]:
-            source = Source("annotator", options["annotator"])
-        elif options["consensus"]:
-            source = Source("consensus")
-        else:
-            source = Source()
+        source = Source.from_options(
+            annotator=options["annotator"], consensus=options["consensus"]
+        )
         figures = run_metrics(run=run, source=source)
         self.stdout.write(json.dumps(figures.as_json(), indent=1, ensure_ascii=False))
 

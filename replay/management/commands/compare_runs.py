@@ -34,11 +34,8 @@ class Command(BaseCommand):
         run_b = find_run(run_a.project.slug, run_b_id)
         if options["run_b"] is None:  # A replays its baseline: the baseline is the "before"
             run_a, run_b = run_b, run_a
-        if options["annotator"]:
-            source = Source("annotator", options["annotator"])
-        elif options["consensus"]:
-            source = Source("consensus")
-        else:
-            source = Source()
+        source = Source.from_options(
+            annotator=options["annotator"], consensus=options["consensus"]
+        )
         comparison = compare_runs(run_a=run_a, run_b=run_b, source=source)
         self.stdout.write(json.dumps(comparison.as_json(), indent=1, ensure_ascii=False))
