@@ -156,7 +156,8 @@ def parse_line(number: int, raw: bytes | None) -> tuple[dict | None, Problem | N
         return None, Problem(number, "", f"not valid JSON: {message}")
     if not isinstance(value, dict):
         return None, Problem(number, "", f"a line must be a JSON object, not {_type_name(value)}")
-    if _depth(value) > MAX_DEPTH:
+    # The walk costs as much as the parse: only a line with that many brackets can be deep.
+    if text.count("{") + text.count("[") > MAX_DEPTH and _depth(value) > MAX_DEPTH:
         return None, Problem(number, "", f"JSON nested deeper than {MAX_DEPTH} levels")
     if "\\u" in text and _SUSPECT_ESCAPE.search(text):
         found = _unstorable_string(value, "")

@@ -152,7 +152,7 @@ class _PassageSeen:
     line: int
     ref: str
     sha256: str
-    data: dict
+    data: dict | None  # the line, until it is stored
     pk: int | None = None
 
 
@@ -160,7 +160,7 @@ class _PassageSeen:
 class _CaseSeen:
     line: int
     case_id: str
-    document: dict
+    document: dict | None  # until it is stored
     sha256: str
     fact_ids: frozenset[str]
     gap_ids: frozenset[str]
@@ -202,6 +202,8 @@ class _Importer:
         self.summary = ImportSummary(project=project_slug, run_id="", dry_run=dry_run)
         self.project: Project | None = Project.objects.filter(slug=project_slug).first()
         self.snapshot: Snapshot | None = None
+        self.fresh_snapshot = False
+        self.other_snapshots = False
         self.run_line: dict | None = None
         self.run_pk: int | None = None
         self.first_line: int | None = None
@@ -311,8 +313,15 @@ class _Importer:
             self.problem(number, "/baseline_run_id", "a run cannot be its own baseline")
         if self.project is None:
             self.project = Project.objects.create(slug=self.project_slug, name=self.project_slug)
-        self.snapshot, _ = Snapshot.objects.get_or_create(
+        self.snapshot, self.fresh_snapshot = Snapshot.objects.get_or_create(
             project=self.project, name=line["collection_snapshot"]
+        )
+        # A snapshot this import creates holds only what this import writes (tracked in
+        # memory), and a project with one snapshot has no drift: skip those look-ups.
+        # They are not free: inside the import's transaction the planner has no statistics
+        # for the rows just written and scans them all, once per batch.
+        self.other_snapshots = (
+            Snapshot.objects.filter(project=self.project).exclude(pk=self.snapshot.pk).exists()
         )
         self.run_line = line
         self.run_pk = self.writer.reserve_ids(Run, 1)[0]
@@ -524,6 +533,12 @@ class _Importer:
         self.flush_cases()
         if self.writing:
             self.flush_responses()
+        # Stored (or refused): keep only what later lines refer to, not texts and documents,
+        # so memory grows with the number of refs and cases, not with their text.
+        for passage in self.pending_passages:
+            passage.data = None
+        for case in self.pending_cases:
+            case.document = None
         self.pending_passages, self.pending_cases, self.pending_responses = [], [], []
 
     def flush_passages(self) -> None:
@@ -531,12 +546,14 @@ class _Importer:
         if not pending:
             return
         refs = [p.ref for p in pending]
-        stored = {
-            row[0]: row[1:]
-            for row in Passage.objects.filter(snapshot=self.snapshot, ref__in=refs).values_list(
-                "ref", "id", "sha256", *PASSAGE_LOCATOR
-            )
-        }
+        stored = {}
+        if not self.fresh_snapshot:
+            stored = {
+                row[0]: row[1:]
+                for row in Passage.objects.filter(
+                    snapshot=self.snapshot, ref__in=refs
+                ).values_list("ref", "id", "sha256", *PASSAGE_LOCATOR)
+            }
         new: list[_PassageSeen] = []
         for seen in pending:
             if seen.ref not in stored:
@@ -567,7 +584,8 @@ class _Importer:
                 continue
             seen.pk = pk
             self.summary.passages_reused += 1
-        self.record_drift(refs)
+        if self.other_snapshots:
+            self.record_drift(refs)
         if not self.writing:
             return
         ids = self.writer.reserve_ids(Passage, len(new))
