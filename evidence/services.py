@@ -301,6 +301,9 @@ class _Importer:
             return
         run_id = line["run_id"]
         self.summary.run_id = run_id
+        if set(run_id) <= {"."}:
+            self.problem(number, "/run_id", "a run id of dots only cannot name a file or folder")
+            return
         if self.project is not None and self.project.runs.filter(run_id=run_id).exists():
             self.problem(
                 number,

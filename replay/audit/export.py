@@ -11,10 +11,10 @@ export and is named.
 
 from __future__ import annotations
 
+import contextlib
 import csv
 import hashlib
 import io
-import json
 import zipfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -118,6 +118,7 @@ class Package:
     newest: Any = None
     passage_ids: set[int] = field(default_factory=set)
     package_id: str = ""
+    manifest_bytes: bytes = b""
     _figures: dict[int, Any] = field(default_factory=dict)
 
     # --- the files ---------------------------------------------------------------------------
@@ -201,7 +202,7 @@ class Package:
             yield {
                 "case_id": case_id, "expectation_version": version, "answer_id": answer_id or None,
                 "text": text, "abstained": abstained, "citations": cited,
-                "trace": None if trace is None else json.loads(trace),
+                "trace": trace,  # decoded by the field, exactly as imported
             }  # fmt: skip
 
     def retrieval(self, run: Run) -> Iterator[dict]:
@@ -216,7 +217,7 @@ class Package:
             self.passage_ids.add(passage_id)
             yield {
                 "case_id": case_id, "rank": rank, "ref": ref, "score": score,
-                "filters": None if filters is None else json.loads(filters),
+                "filters": filters,
             }  # fmt: skip
 
     def revisions(self) -> Iterator[dict]:
@@ -253,6 +254,25 @@ class Package:
                 if self.newest is None or row.created_at > self.newest:
                     self.newest = row.created_at
                 yield {**document, "sha256": row.sha256}
+
+    def collect_claim_passages(self) -> None:
+        """Passages a claim cites although its response neither retrieved nor cited them."""
+        for run in self.runs:
+            refs: set[str] = set()
+            for cited in (
+                ClaimRevision.objects.filter(claim__response__run=run)
+                .exclude(citations=[])
+                .values_list("citations", flat=True)
+                .iterator(chunk_size=CHUNK)
+            ):
+                refs.update(cited)
+            ordered = sorted(refs)
+            for start in range(0, len(ordered), CHUNK):  # SQLite caps the parameters of a query
+                self.passage_ids.update(
+                    Passage.objects.filter(
+                        snapshot_id=run.snapshot_id, ref__in=ordered[start : start + CHUNK]
+                    ).values_list("pk", flat=True)
+                )
 
     def figures(self, run: Run):
         """The run's figures, computed once per export (cards and metrics both use them)."""
@@ -446,7 +466,30 @@ def export_stream(package: Package, out: IO[bytes] | None = None) -> Iterator[by
             if data:
                 yield data
 
+    try:
+        yield from _write(package, emit, writer)
+    except BaseException:
+        # Close the half-written zip now (its bytes are thrown away), so that nothing
+        # tries to finish it later on a closed file.
+        with contextlib.suppress(Exception):
+            archive.close()
+        raise
+    info = zipfile.ZipInfo("manifest.json", date_time=ZIP_TIME)
+    info.compress_type = zipfile.ZIP_DEFLATED
+    info.external_attr = 0o644 << 16
+    archive.writestr(info, package.manifest_bytes)
+    archive.close()
+    data = sink.drain()
+    if data:
+        yield data
+
+
+def _write(package: Package, emit, writer: _Writer) -> Iterator[bytes]:
     runs = package.runs
+    for run in runs:
+        if set(run.run_id) <= {"."}:
+            raise AuditExportError(f"run id {run.run_id!r} cannot name a folder of the package")
+    package.collect_claim_passages()
     # The order is fixed: fixture files come after the runs that name their passages.
     yield from emit("README.txt", [README.encode("utf-8")])
     yield from emit("verify.py", [(HERE / "verify.py").read_bytes()])
@@ -491,14 +534,7 @@ def export_stream(package: Package, out: IO[bytes] | None = None) -> Iterator[by
     manifest["manifest_sha256"] = hashlib.sha256(canonical_json(manifest)).hexdigest()
     manifest_bytes = _line(manifest)
     package.package_id = hashlib.sha256(manifest_bytes).hexdigest()
-    info = zipfile.ZipInfo("manifest.json", date_time=ZIP_TIME)
-    info.compress_type = zipfile.ZIP_DEFLATED
-    info.external_attr = 0o644 << 16
-    archive.writestr(info, manifest_bytes)
-    archive.close()
-    data = sink.drain()
-    if data:
-        yield data
+    package.manifest_bytes = manifest_bytes
 
 
 README = """Evidence Review audit package (evidence-audit/1)

@@ -42,6 +42,15 @@ def sha256(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
+def read(archive: zipfile.ZipFile, name: str) -> bytes:
+    # A damaged member can fail in zlib, in the zip headers or in the CRC check: whatever
+    # the error, it is a failed check of this file, not a crash.
+    try:
+        return archive.read(name)
+    except Exception as exc:  # noqa: BLE001
+        raise Failure(name, "cannot be read (damaged)", f"{type(exc).__name__}: {exc}") from None
+
+
 def jsonl(archive: zipfile.ZipFile, path: str):
     with archive.open(path) as raw:
         for number, line in enumerate(io.TextIOWrapper(raw, encoding="utf-8", newline="\n"), 1):
@@ -55,16 +64,16 @@ def verify(path: str, package_id: str | None = None) -> dict[str, int]:
     counts = {"files": 0, "passages": 0, "revisions": 0, "chains": 0, "cards": 0}
     try:
         archive = zipfile.ZipFile(path)
-    except (OSError, zipfile.BadZipFile) as exc:
-        raise Failure(path, "not a readable zip file", str(exc)) from None
+    except Exception as exc:  # noqa: BLE001 - any damage to the container is a failed check
+        raise Failure(path, "not a readable zip file", f"{type(exc).__name__}: {exc}") from None
     with archive:
         names = [info.filename for info in archive.infolist()]
+        repeated = sorted({name for name in names if names.count(name) > 1})
+        if repeated:
+            raise Failure(repeated[0], "the zip holds two entries of this name (one was added)")
         if "manifest.json" not in names:
             raise Failure("manifest.json", "missing from the package")
-        try:
-            manifest_bytes = archive.read("manifest.json")
-        except (zipfile.BadZipFile, OSError) as exc:
-            raise Failure("manifest.json", "cannot be read", str(exc)) from None
+        manifest_bytes = read(archive, "manifest.json")
         if package_id and sha256(manifest_bytes) != package_id:
             raise Failure(
                 "manifest.json", "package id", "its SHA-256 is not the id recorded at export"
@@ -88,10 +97,7 @@ def verify(path: str, package_id: str | None = None) -> dict[str, int]:
             if name not in names:
                 raise Failure(name, "file listed in the manifest is missing")
         for name, entry in listed.items():
-            try:
-                data = archive.read(name)
-            except (zipfile.BadZipFile, OSError) as exc:
-                raise Failure(name, "cannot be read", str(exc)) from None
+            data = read(archive, name)
             if len(data) != entry["bytes"]:
                 raise Failure(
                     name, "size", f"{len(data)} bytes, the manifest says {entry['bytes']}"
@@ -173,8 +179,11 @@ def main(argv: list[str] | None = None) -> int:
     except Failure as failure:
         print(f"FAIL {failure}")
         return 1
-    except (KeyError, TypeError) as exc:
+    except (KeyError, TypeError, ValueError) as exc:
         print(f"FAIL package: unexpected structure: {exc!r}")
+        return 1
+    except Exception as exc:  # noqa: BLE001 - a damaged package never ends in a traceback
+        print(f"FAIL package: cannot be checked: {type(exc).__name__}: {exc}")
         return 1
     print(
         "OK {files} files, {passages} passages, {revisions} revisions in {chains} chains, "

@@ -28,6 +28,8 @@ class Command(BaseCommand):
         except LookupError as exc:
             raise CommandError(str(exc)) from None
         target = os.path.abspath(options["out"])
+        if not os.path.isdir(os.path.dirname(target)):
+            raise CommandError(f"{os.path.dirname(target)}: no such directory")
         # Write beside the target and rename: a failed export leaves no half package.
         handle, partial = tempfile.mkstemp(dir=os.path.dirname(target), suffix=".partial")
         try:

@@ -19,8 +19,10 @@ class Command(BaseCommand):
             counts = verify(options["path"], options["id"])
         except Failure as failure:
             raise CommandError(f"FAIL {failure}") from None
-        except (KeyError, TypeError) as exc:
+        except (KeyError, TypeError, ValueError) as exc:
             raise CommandError(f"FAIL package: unexpected structure: {exc!r}") from None
+        except Exception as exc:  # noqa: BLE001 - a damaged package never ends in a traceback
+            raise CommandError(f"FAIL package: cannot be checked: {exc!r}") from None
         self.stdout.write(
             "OK {files} files, {passages} passages, {revisions} revisions in {chains} chains, "
             "{cards} cards checked".format(**counts)
