@@ -271,11 +271,11 @@ def _retrieval_figures(ranked, relevant, facts, doc_of) -> dict[str, Any]:
     return out
 
 
-def _json(value: Any) -> Any:
+def to_json(value: Any) -> Any:
     if isinstance(value, Proportion):
         return value.as_json()
     if isinstance(value, dict):
-        return {k: _json(v) for k, v in value.items()}
+        return {k: to_json(v) for k, v in value.items()}
     return value
 
 
@@ -291,8 +291,8 @@ class RunFigures:
         return {
             "run_id": self.run_id,
             "verdicts_from": self.source.label,
-            "per_response": [_json(r) for r in self.per_response],
-            "run": _json(self.totals),
+            "per_response": [to_json(r) for r in self.per_response],
+            "run": to_json(self.totals),
         }
 
 
@@ -303,6 +303,21 @@ def run_metrics(
     keep_details: bool = False,  # noqa: B008
 ) -> RunFigures:
     """Every figure of metrics.md for every response of the run, and the run totals."""
+    per_response, details, totals = [], {}, Totals()
+    for figures, detail in iter_response_figures(
+        run=run, source=source, keep_details=keep_details
+    ):
+        per_response.append(figures)
+        totals.add(figures)
+        if detail is not None:
+            details[figures["case_id"]] = detail
+    return RunFigures(run.run_id, source, per_response, totals.result(), details)
+
+
+def iter_response_figures(
+    *, run: Run, source: Source, keep_details: bool = False
+) -> Iterator[tuple[dict[str, Any], ResponseDetail | None]]:
+    """Each response's figures (and, when asked, what a comparison needs), one at a time."""
     responses = (
         Response.objects.filter(run=run)
         .annotate(review_complete=latest_review_complete())
@@ -373,8 +388,6 @@ def run_metrics(
         )  # fmt: skip
         .iterator(chunk_size=CHUNK)
     )
-    per_response = []
-    details: dict[str, ResponseDetail] = {}
     for (
         pk,
         case_id,
@@ -446,9 +459,9 @@ def run_metrics(
                 ],
             )
         )
-        per_response.append({"case_id": case_id, **figures, "prechecks": hints.as_dict()})
+        detail = None
         if keep_details:
-            details[case_id] = ResponseDetail(
+            detail = ResponseDetail(
                 expectation_id=expectation_id,
                 answer=text,
                 claims=claim_list,
@@ -456,7 +469,7 @@ def run_metrics(
                 relevant=relevant,
                 facts=facts,
             )
-    return RunFigures(run.run_id, source, per_response, run_totals(per_response), details)
+        yield {"case_id": case_id, **figures, "prechecks": hints.as_dict()}, detail
 
 
 def _facts(row: tuple) -> PassageFacts:
@@ -475,63 +488,98 @@ def _drifted(run: Run, passages: dict[int, tuple]) -> frozenset[str]:
     return frozenset(ref for ref, digest in others if digest != mine[ref])
 
 
-def run_totals(per_response: list[dict[str, Any]]) -> dict[str, Any]:
-    """Micro (pooled k/n) and macro (mean of defined per-response values) over the run."""
-    reviewed = [r for r in per_response if r["status"] != "unreviewed"]
-    names = [*CLAIM_FIGURES]
-    retrieval_names = sorted(
-        {k for r in per_response for k in r if "recall@" in k}, key=_figure_order
-    )
-    micro: dict[str, Any] = {}
-    macro: dict[str, Any] = {}
-    undefined: dict[str, int] = {}
-    for name in names + retrieval_names:
-        rows = reviewed if name in CLAIM_FIGURES else per_response
-        k = n = defined = 0
-        total = 0.0
-        for r in rows:
-            value = r.get(name)
+class Totals:
+    """Micro (pooled k/n) and macro (mean of defined per-response values), fed one response
+    at a time, so a run's totals need no list of its responses."""
+
+    def __init__(self) -> None:
+        self.responses = self.reviewed = self.abstentions = self.claims = 0
+        self.invented = self.honest_cases = 0
+        self.verdicts: Counter = Counter()
+        # name → [k, n, defined cases, sum of defined values, rows considered]
+        self.sums: dict[str, list] = {}
+        self.hits: dict[str, list[int]] = {}
+        self.precisions: list[float] = [0.0, 0]
+
+    def add(self, r: dict[str, Any]) -> None:
+        self.responses += 1
+        reviewed = r["status"] != "unreviewed"
+        if reviewed:
+            self.reviewed += 1
+            self.abstentions += r["status"] == "abstention"
+            self.claims += r["claims"]
+            self.verdicts.update(r["verdicts"])
+            self.invented += r["invented_over_gap"] or 0
+            misses = r["honest_misses"]
+            self.honest_cases += bool(isinstance(misses, Proportion) and misses.k)
+        for name, value in r.items():
+            if name.startswith("hit@"):
+                if value is not None:
+                    hit = self.hits.setdefault(name, [0, 0])
+                    hit[0] += value
+                    hit[1] += 1
+                continue
+            claim_figure = name in CLAIM_FIGURES
+            if not (claim_figure or "recall@" in name):
+                continue
+            if claim_figure and not reviewed:
+                continue
+            acc = self.sums.setdefault(name, [0, 0, 0, 0.0, 0])
+            acc[4] += 1
             if value is None or not value.n:
                 continue
-            k += value.k
-            n += value.n
-            defined += 1
-            total += value.k / value.n
-        micro[name] = Proportion(k, n)
-        undefined[name] = len(rows) - defined
-        macro[name] = {"value": round(total / defined, 4), "cases": defined} if defined else None
-    hits = sorted({k for r in per_response for k in r if k.startswith("hit@")}, key=_figure_order)
-    for name in hits:
-        values = [r[name] for r in per_response if r.get(name) is not None]
-        micro[name] = Proportion(sum(values), len(values))
-    precisions = [
-        r["context_precision"] for r in per_response if r["context_precision"] is not None
-    ]
-    macro["context_precision"] = (
-        {"value": round(sum(precisions) / len(precisions), 4), "cases": len(precisions)}
-        if precisions
-        else None
-    )
-    verdicts = Counter()
-    for r in reviewed:
-        verdicts.update(r["verdicts"])
-    return {
-        "responses": len(per_response),
-        "reviewed": len(reviewed),
-        "unreviewed": len(per_response) - len(reviewed),
-        "abstentions": sum(1 for r in per_response if r["status"] == "abstention"),
-        "claims": sum(r["claims"] for r in reviewed),
-        "verdicts": {label: verdicts[label] for label in (*LABELS, "unreviewed", "no_consensus")},
-        "invented_over_gap": sum(r["invented_over_gap"] or 0 for r in reviewed),
-        "honest_misses_cases": sum(
-            1
-            for r in reviewed
-            if isinstance(r["honest_misses"], Proportion) and r["honest_misses"].k
-        ),
-        "undefined": undefined,
-        "micro": micro,
-        "macro": macro,
-    }
+            acc[0] += value.k
+            acc[1] += value.n
+            acc[2] += 1
+            acc[3] += value.k / value.n
+        if r["context_precision"] is not None:
+            self.precisions[0] += r["context_precision"]
+            self.precisions[1] += 1
+
+    def result(self) -> dict[str, Any]:
+        micro: dict[str, Any] = {}
+        macro: dict[str, Any] = {}
+        undefined: dict[str, int] = {}
+        retrieval = sorted((n for n in self.sums if "recall@" in n), key=_figure_order)
+        for name in [*CLAIM_FIGURES, *retrieval]:
+            k, n, defined, total, rows = self.sums.get(name, [0, 0, 0, 0.0, 0])
+            if name in CLAIM_FIGURES:
+                rows = self.reviewed  # every reviewed response has every claim figure
+            micro[name] = Proportion(k, n)
+            undefined[name] = rows - defined
+            macro[name] = (
+                {"value": round(total / defined, 4), "cases": defined} if defined else None
+            )
+        for name in sorted(self.hits, key=_figure_order):
+            hits, cases = self.hits[name]
+            micro[name] = Proportion(hits, cases)
+        total, cases = self.precisions
+        macro["context_precision"] = (
+            {"value": round(total / cases, 4), "cases": cases} if cases else None
+        )
+        return {
+            "responses": self.responses,
+            "reviewed": self.reviewed,
+            "unreviewed": self.responses - self.reviewed,
+            "abstentions": self.abstentions,
+            "claims": self.claims,
+            "verdicts": {
+                label: self.verdicts[label] for label in (*LABELS, "unreviewed", "no_consensus")
+            },
+            "invented_over_gap": self.invented,
+            "honest_misses_cases": self.honest_cases,
+            "undefined": undefined,
+            "micro": micro,
+            "macro": macro,
+        }
+
+
+def run_totals(per_response: list[dict[str, Any]]) -> dict[str, Any]:
+    """The run totals of a list of per-response figures (a comparison's subset, say)."""
+    totals = Totals()
+    for response in per_response:
+        totals.add(response)
+    return totals.result()
 
 
 def _figure_order(name: str) -> tuple[str, int]:

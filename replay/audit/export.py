@@ -14,7 +14,9 @@ from __future__ import annotations
 import contextlib
 import csv
 import hashlib
+import heapq
 import io
+import tempfile
 import zipfile
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
@@ -22,7 +24,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from cards.chain import claim_revision_document, seal, verdict_revision_document
-from cards.metrics import Lockstep, Source, run_metrics
+from cards.metrics import Lockstep, Source, Totals, iter_response_figures, to_json
 from cards.models import ClaimRevision, Origin, VerdictRevision
 from evidence.canonical import canonical_json, rfc3339, text_sha256
 from evidence.models import Expectation, Passage, Project
@@ -119,7 +121,7 @@ class Package:
     passage_ids: set[int] = field(default_factory=set)
     package_id: str = ""
     manifest_bytes: bytes = b""
-    _figures: dict[int, Any] = field(default_factory=dict)
+    hints: dict[int, dict[str, dict]] = field(default_factory=dict)  # run → case → claim hints
 
     # --- the files ---------------------------------------------------------------------------
 
@@ -221,39 +223,47 @@ class Package:
             }  # fmt: skip
 
     def revisions(self) -> Iterator[dict]:
-        """Every claim and verdict revision, each chain in seq order, re-sealed and checked."""
+        """Every claim and verdict revision, each chain in seq order, re-sealed and checked.
+
+        Read as plain rows (no model objects, no joins beyond the claim's identity): this
+        file is most of an export's rows.
+        """
         for run in self.runs:
-            claims = ClaimRevision.objects.filter(claim__response__run=run)
-            verdicts = VerdictRevision.objects.filter(claim__response__run=run)
-            rows = _merge_by_claim(
-                claims.order_by("claim__response__position", "claim__position", "seq")
-                .select_related("claim__response__case")
-                .iterator(chunk_size=CHUNK),
-                verdicts.order_by("claim__response__position", "claim__position", "seq")
-                .select_related("claim__response__case", "supersedes")
-                .iterator(chunk_size=CHUNK),
+            order = ("claim__response__position", "claim__position", "seq")
+            claims = (
+                ClaimRevision.objects.filter(claim__response__run=run)
+                .order_by(*order)
+                .values(*IDENTITY, *CLAIM_FIELDS)
+                .iterator(chunk_size=CHUNK)
+            )
+            verdicts = (
+                VerdictRevision.objects.filter(claim__response__run=run)
+                .order_by(*order)
+                .values(*IDENTITY, *VERDICT_FIELDS_DB, "supersedes__seq")
+                .iterator(chunk_size=CHUNK)
             )
             chain, seq, previous = None, 0, None
-            for row in rows:
-                claim = row.claim
+            for kind, row in _merge_by_claim(claims, verdicts):
                 identity = {
                     "project": self.project.slug, "run_id": run.run_id,
-                    "case_id": claim.response.case.case_id, "claim_id": claim.key,
+                    "case_id": row["claim__response__case__case_id"],
+                    "claim_id": row["claim__key"],
                 }  # fmt: skip
                 key = "/".join(identity.values())
                 if key != chain:
                     chain, seq, previous = key, 0, None
-                document = _document(row, identity)
-                where = f"{key} revision {row.seq} (row {row.pk} of {row._meta.db_table})"
-                if row.seq != seq + 1 or row.prev_sha256 != previous:
+                document = _document(kind, row, identity)
+                table = "cards_claimrevision" if kind == "claim" else "cards_verdictrevision"
+                where = f"{key} revision {row['seq']} (row {row['pk']} of {table})"
+                if row["seq"] != seq + 1 or row["prev_sha256"] != previous:
                     raise AuditExportError(f"broken revision chain at {where}")
-                if seal(document) != row.sha256:
+                if seal(document) != row["sha256"]:
                     raise AuditExportError(f"revision content does not match its hash at {where}")
-                seq, previous = row.seq, row.sha256
-                self.chain_heads[key] = row.sha256
-                if self.newest is None or row.created_at > self.newest:
-                    self.newest = row.created_at
-                yield {**document, "sha256": row.sha256}
+                seq, previous = row["seq"], row["sha256"]
+                self.chain_heads[key] = row["sha256"]
+                if self.newest is None or row["created_at"] > self.newest:
+                    self.newest = row["created_at"]
+                yield {**document, "sha256": row["sha256"]}
 
     def collect_claim_passages(self) -> None:
         """Passages a claim cites although its response neither retrieved nor cited them."""
@@ -274,115 +284,147 @@ class Package:
                     ).values_list("pk", flat=True)
                 )
 
-    def figures(self, run: Run):
-        """The run's figures, computed once per export (cards and metrics both use them)."""
-        if run.pk not in self._figures:
-            self._figures[run.pk] = run_metrics(run=run)
-        return self._figures[run.pk]
+    def metrics(self, run: Run) -> Iterator[bytes]:
+        """metrics/RUN.json, streamed: the canonical JSON of `run_metrics`, built response by
+        response (keys sorted: per_response, run, run_id, verdicts_from). The claims'
+        pre-check hints are kept for the cards, nothing else."""
+        source = Source()
+        totals = Totals()
+        hints = self.hints.setdefault(run.pk, {})
+        yield b'{"per_response":['
+        for i, (figures, _) in enumerate(iter_response_figures(run=run, source=source)):
+            totals.add(figures)
+            if figures["prechecks"]["claims"]:
+                hints[figures["case_id"]] = figures["prechecks"]["claims"]
+            yield (b"," if i else b"") + canonical_json(to_json(figures))
+        yield b'],"run":' + canonical_json(to_json(totals.result()))
+        yield b',"run_id":' + canonical_json(run.run_id)
+        yield b',"verdicts_from":' + canonical_json(source.label) + b"}\n"
 
     def cards(self) -> Iterator[dict]:
-        """One row per claim, current state, streamed in lockstep with its verdicts."""
+        """One row per claim, current state, with the exact text of each attached passage.
+
+        Texts are fetched per batch of cards, so memory does not grow with the run.
+        """
         for run in self.runs:
-            hints = {
-                r["case_id"]: r["prechecks"]["claims"] for r in self.figures(run).per_response
-            }
-            passages = {
-                ref: (text, digest)
-                for ref, text, digest in Passage.objects.filter(
-                    pk__in=self.passage_ids, snapshot_id=run.snapshot_id
-                ).values_list("ref", "text", "sha256")
-            }
-            verdicts = Lockstep(
-                ((row[0], row[1]), *row[2:])
-                for row in VerdictRevision.objects.filter(claim__response__run=run)
-                .order_by("claim__response__position", "claim__position", "-seq")
-                .values_list(
-                    "claim__response__position",
-                    "claim__position",
-                    "annotator",
-                    "origin",
-                    "association",
-                    "support",
-                    "contradicts",
-                    "reason",
-                    "diagnosis",
-                    "note",
-                    "created_at",
-                )  # fmt: skip
-                .iterator(chunk_size=CHUNK)
-            )
-            previous = None
-            for row in (
-                ClaimRevision.objects.filter(claim__response__run=run)
-                .order_by("claim__response__position", "claim__position", "-seq")
-                .values_list(
-                    "claim__response__position",
-                    "claim__position",
-                    "claim__key",
-                    "claim__response__case__case_id",
-                    "text",
-                    "kind",
-                    "withdrawn",
-                    "spans",
-                    "citations",
-                    "facts",
-                    "gaps",
-                )  # fmt: skip
-                .iterator(chunk_size=CHUNK)
-            ):
-                position = (row[0], row[1])
-                if position == previous:
-                    continue  # an older revision of the same claim
-                previous = position
-                _, _, key, case_id, text, kind, withdrawn, spans, cited, facts, gaps = row
-                verdict = _current_verdict(verdicts.take(position))
-                if verdict is None and not withdrawn:
-                    self.missing.append(f"cards: {run.run_id}/{case_id}/{key} was never judged")
-                yield {
-                    "run_id": run.run_id, "snapshot": run.snapshot.name, "case_id": case_id,
-                    "claim_id": key, "text": text, "kind": kind, "withdrawn": withdrawn,
-                    "spans": spans,
-                    "citations": [
-                        {"ref": ref, "text": passages.get(ref, (None, None))[0],
-                         "sha256": passages.get(ref, (None, None))[1]}
-                        for ref in cited
-                    ],
-                    "facts": facts, "gaps": gaps,
-                    **_verdict_fields(verdict),
-                    "prechecks": hints.get(case_id, {}).get(key, []),
-                }  # fmt: skip
+            batch: list[dict] = []
+            for row in self._card_rows(run):
+                batch.append(row)
+                if len(batch) >= CARD_BATCH:
+                    yield from _with_texts(run, batch)
+                    batch = []
+            yield from _with_texts(run, batch)
+
+    def _card_rows(self, run: Run) -> Iterator[dict]:
+        """Cards in lockstep with their verdicts; citations still as refs."""
+        hints = self.hints.get(run.pk, {})
+        verdicts = Lockstep(
+            ((row[0], row[1]), *row[2:])
+            for row in VerdictRevision.objects.filter(claim__response__run=run)
+            .order_by("claim__response__position", "claim__position", "-seq")
+            .values_list(
+                "claim__response__position",
+                "claim__position",
+                "annotator",
+                "origin",
+                "association",
+                "support",
+                "contradicts",
+                "reason",
+                "diagnosis",
+                "note",
+                "created_at",
+            )  # fmt: skip
+            .iterator(chunk_size=CHUNK)
+        )
+        previous = None
+        for row in (
+            ClaimRevision.objects.filter(claim__response__run=run)
+            .order_by("claim__response__position", "claim__position", "-seq")
+            .values_list(
+                "claim__response__position",
+                "claim__position",
+                "claim__key",
+                "claim__response__case__case_id",
+                "text",
+                "kind",
+                "withdrawn",
+                "spans",
+                "citations",
+                "facts",
+                "gaps",
+            )  # fmt: skip
+            .iterator(chunk_size=CHUNK)
+        ):
+            position = (row[0], row[1])
+            if position == previous:
+                continue  # an older revision of the same claim
+            previous = position
+            _, _, key, case_id, text, kind, withdrawn, spans, cited, facts, gaps = row
+            verdict = _current_verdict(verdicts.take(position))
+            if verdict is None and not withdrawn:
+                self.missing.append(f"cards: {run.run_id}/{case_id}/{key} was never judged")
+            yield {
+                "run_id": run.run_id, "snapshot": run.snapshot.name, "case_id": case_id,
+                "claim_id": key, "text": text, "kind": kind, "withdrawn": withdrawn,
+                "spans": spans,
+                "citations": cited,
+                "facts": facts, "gaps": gaps,
+                **_verdict_fields(verdict),
+                "prechecks": hints.get(case_id, {}).get(key, []),
+            }  # fmt: skip
 
 
-def _merge_by_claim(claims: Iterator, verdicts: Iterator) -> Iterator:
+IDENTITY = ("claim__response__position", "claim__position", "claim_id",
+        "claim__response__case__case_id", "claim__key")  # fmt: skip
+COMMON_FIELDS = (
+    "pk",
+    "seq",
+    "annotator",
+    "origin",
+    "reason",
+    "created_at",
+    "prev_sha256",
+    "sha256",
+)
+CLAIM_FIELDS = (*COMMON_FIELDS, "text", "kind", "spans", "citations", "facts", "gaps", "withdrawn")
+VERDICT_FIELDS_DB = (
+    *COMMON_FIELDS, "association", "support", "contradicts", "diagnosis", "citation_relevance",
+    "note", "stated_at",
+)  # fmt: skip
+
+
+def _merge_by_claim(claims: Iterator[dict], verdicts: Iterator[dict]) -> Iterator[tuple]:
     """Interleave the two ordered streams into each claim's single chain (by seq)."""
-    import heapq
 
-    def keyed(rows, tag):
+    def keyed(rows, kind):
         for row in rows:
-            yield (
-                (row.claim.response.position, row.claim.position, row.claim_id, row.seq, tag),
-                row,
-            )
+            position = (row["claim__response__position"], row["claim__position"], row["seq"])
+            yield position, kind, row
 
-    for _, row in heapq.merge(keyed(claims, 0), keyed(verdicts, 1), key=lambda item: item[0]):
-        yield row
+    for _, kind, row in heapq.merge(
+        keyed(claims, "claim"), keyed(verdicts, "verdict"), key=lambda item: item[0]
+    ):
+        yield kind, row
 
 
-def _document(row, identity: dict) -> dict:
-    if isinstance(row, ClaimRevision):
+def _document(kind: str, row: dict, identity: dict) -> dict:
+    common = {
+        "seq": row["seq"], "annotator": row["annotator"], "origin": row["origin"],
+        "reason": row["reason"], "created_at": row["created_at"],
+        "prev_sha256": row["prev_sha256"],
+    }  # fmt: skip
+    if kind == "claim":
         return claim_revision_document(
-            **identity, seq=row.seq, text=row.text, kind=row.kind, spans=row.spans,
-            citations=row.citations, facts=row.facts, gaps=row.gaps, withdrawn=row.withdrawn,
-            reason=row.reason, annotator=row.annotator, origin=row.origin,
-            created_at=row.created_at, prev_sha256=row.prev_sha256,
+            **identity, **common, text=row["text"], kind=row["kind"], spans=row["spans"],
+            citations=row["citations"], facts=row["facts"], gaps=row["gaps"],
+            withdrawn=row["withdrawn"],
         )  # fmt: skip
     return verdict_revision_document(
-        **identity, seq=row.seq, annotator=row.annotator, origin=row.origin,
-        association=row.association, support=row.support, contradicts=row.contradicts,
-        reason=row.reason, diagnosis=row.diagnosis, citation_relevance=row.citation_relevance,
-        note=row.note, stated_at=row.stated_at,
-        supersedes=row.supersedes.seq if row.supersedes_id else None,
-        created_at=row.created_at, prev_sha256=row.prev_sha256,
+        **identity, **common, association=row["association"], support=row["support"],
+        contradicts=row["contradicts"], diagnosis=row["diagnosis"],
+        citation_relevance=row["citation_relevance"], note=row["note"],
+        stated_at=row["stated_at"], supersedes=row["supersedes__seq"],
     )  # fmt: skip
 
 
@@ -432,26 +474,63 @@ CARD_COLUMNS = (
 )  # fmt: skip
 
 
-def _csv(rows: Iterable[dict]) -> Iterator[bytes]:
-    out = io.StringIO()
-    writer = csv.writer(out, lineterminator="\n")
+CARD_BATCH = 500
+
+
+def _with_texts(run: Run, batch: list[dict]) -> Iterator[dict]:
+    refs = sorted({ref for row in batch for ref in row["citations"]})
+    texts = {
+        ref: (text, digest)
+        for ref, text, digest in Passage.objects.filter(
+            snapshot_id=run.snapshot_id, ref__in=refs
+        ).values_list("ref", "text", "sha256")
+    }
+    for row in batch:
+        row["citations"] = [
+            {
+                "ref": ref,
+                "text": texts.get(ref, (None, None))[0],
+                "sha256": texts.get(ref, (None, None))[1],
+            }
+            for ref in row["citations"]
+        ]
+        yield row
+
+
+def _cards_and_csv(rows: Iterable[dict], spool: IO[bytes]) -> Iterator[bytes]:
+    """cards.jsonl chunks; the same rows go to cards.csv in a spool. The cards are built once."""
+    text = io.TextIOWrapper(spool, encoding="utf-8", newline="", write_through=True)
+    writer = csv.writer(text, lineterminator="\n")
     writer.writerow(CARD_COLUMNS)
+    lines: list[bytes] = []
     for row in rows:
-        flat = {
-            **row,
-            "spans": " ".join(f"{a}-{b}" for a, b in row["spans"]),
-            "citations": " ".join(c["ref"] for c in row["citations"]),
-            "citation_texts": "\n---\n".join(c["text"] or "" for c in row["citations"]),
-            "facts": " ".join(row["facts"]),
-            "gaps": " ".join(row["gaps"]),
-            "prechecks": " ".join(row["prechecks"]),
-        }
-        writer.writerow(["" if flat[c] is None else flat[c] for c in CARD_COLUMNS])
-        if out.tell() > 64 * 1024:
-            yield out.getvalue().encode("utf-8")
-            out.seek(0)
-            out.truncate()
-    yield out.getvalue().encode("utf-8")
+        writer.writerow(_csv_row(row))
+        lines.append(_line(row))
+        if len(lines) >= CARD_BATCH:
+            yield b"".join(lines)
+            lines.clear()
+    if lines:
+        yield b"".join(lines)
+    text.detach()  # leave the spool open for reading
+
+
+def _csv_row(row: dict) -> list:
+    flat = {
+        **row,
+        "spans": " ".join(f"{a}-{b}" for a, b in row["spans"]),
+        "citations": " ".join(c["ref"] for c in row["citations"]),
+        "citation_texts": "\n---\n".join(c["text"] or "" for c in row["citations"]),
+        "facts": " ".join(row["facts"]),
+        "gaps": " ".join(row["gaps"]),
+        "prechecks": " ".join(row["prechecks"]),
+    }
+    return ["" if flat[c] is None else flat[c] for c in CARD_COLUMNS]
+
+
+def _spooled(spool: IO[bytes]) -> Iterator[bytes]:
+    spool.seek(0)
+    while chunk := spool.read(256 * 1024):
+        yield chunk
 
 
 def export_stream(package: Package, out: IO[bytes] | None = None) -> Iterator[bytes]:
@@ -508,12 +587,13 @@ def _write(package: Package, emit, writer: _Writer) -> Iterator[bytes]:
         yield from emit(f"runs/{run.run_id}/retrieval.jsonl", _lines(package.retrieval(run)))
     yield from emit("fixture/cases.jsonl", _lines(package.cases()))
     yield from emit("fixture/passages.jsonl", _lines(package.passages()))
-    yield from emit("cards/cards.jsonl", _lines(package.cards()))
-    yield from emit("cards/cards.csv", _csv(package.cards()))
-    yield from emit("cards/revisions.jsonl", _lines(package.revisions()))
+    # The figures come before the cards: writing them collects the pre-check hints.
     for run in runs:
-        figures = package.figures(run).as_json()
-        yield from emit(f"metrics/{run.run_id}.json", [_line(figures)])
+        yield from emit(f"metrics/{run.run_id}.json", package.metrics(run))
+    with tempfile.SpooledTemporaryFile(max_size=8 * 1024 * 1024) as spool:
+        yield from emit("cards/cards.jsonl", _cards_and_csv(package.cards(), spool))
+        yield from emit("cards/cards.csv", _spooled(spool))
+    yield from emit("cards/revisions.jsonl", _lines(package.revisions()))
     if package.compare:
         a, b = package.compare
         comparison = compare_runs(run_a=a, run_b=b, source=Source()).as_json()
