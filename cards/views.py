@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.core.paginator import Paginator
 from django.http import HttpResponse, JsonResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
@@ -379,6 +380,7 @@ def _add_errors(form, exc: ValidationError) -> None:
         form.add_error(None, exc)
 
 
+CASES_PER_PAGE = 50
 BLIND_FIGURES = (
     "This project reviews blind: figures built from other reviewers' verdicts are for leads "
     "until the review is over."
@@ -434,7 +436,8 @@ def run_figures(
         "verdict_counts": verdict_counts(figures),
         "intervals": interval_rows(figures),
         "retrieval": retrieval_table(figures),
-        "cases": case_rows(figures),
+        # 10,000 cases make a page nobody reads: the per-case table is paginated.
+        "cases": Paginator(case_rows(figures), CASES_PER_PAGE).get_page(request.GET.get("page")),
         "prechecks": precheck_counts(figures),
         "helper": helper,
         "width": WIDTH,
