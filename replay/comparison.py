@@ -9,10 +9,12 @@ computed over the comparable pairs only.
 from __future__ import annotations
 
 import difflib
+import hashlib
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import OuterRef, Subquery
+from django.core.cache import cache
+from django.db.models import Max, OuterRef, Subquery
 
 from cards.metrics import (
     CLAIM_FIGURES,
@@ -23,6 +25,7 @@ from cards.metrics import (
     run_metrics,
     run_totals,
 )
+from cards.models import ClaimRevision, ResponseReview, VerdictRevision
 from cards.stats import Proportion
 from evidence.models import Expectation, Passage
 from replay.models import Run
@@ -233,3 +236,30 @@ def compare_runs(*, run_a: Run, run_b: Run, source: Source = Source()) -> Compar
     metrics_a = run_totals([r for r in figures_a.per_response if r["case_id"] in comparable])
     metrics_b = run_totals([r for r in figures_b.per_response if r["case_id"] in comparable])
     return Comparison(run_a, run_b, source, pairs, metrics_a, metrics_b)
+
+
+def comparison_version(run_a: Run, run_b: Run) -> tuple:
+    """Changes whenever a claim, verdict or review mark is added to either run.
+
+    Rows are append-only, so the newest ids say everything about what changed. Three
+    MAX queries; one join across claims and verdicts would multiply rows.
+    """
+    runs = [run_a.pk, run_b.pk]
+    return (
+        ClaimRevision.objects.filter(claim__response__run__in=runs).aggregate(m=Max("id"))["m"],
+        VerdictRevision.objects.filter(claim__response__run__in=runs).aggregate(m=Max("id"))["m"],
+        ResponseReview.objects.filter(response__run__in=runs).aggregate(m=Max("id"))["m"],
+    )
+
+
+def compare_runs_cached(*, run_a: Run, run_b: Run, source: Source) -> Comparison:
+    """The side-by-side page shows 20 pairs at a time: compute the comparison once per state."""
+    # The import times too: a database restored or rolled back may hand out ids again.
+    identity = (run_a.pk, run_a.imported_at, run_b.pk, run_b.imported_at, source.label)
+    state = ":".join(map(str, (*identity, *comparison_version(run_a, run_b))))
+    key = "compare:" + hashlib.sha256(state.encode()).hexdigest()
+    comparison = cache.get(key)
+    if comparison is None:
+        comparison = compare_runs(run_a=run_a, run_b=run_b, source=source)
+        cache.set(key, comparison, timeout=3600)
+    return comparison

@@ -26,7 +26,7 @@ from replay.compare_view import (
     pair_rows,
     summary_band,
 )
-from replay.comparison import compare_runs
+from replay.comparison import compare_runs_cached
 from replay.drift import drifted_refs
 from replay.models import AuditExport, Run
 from replay.selectors import responses_for_run, run_for_project
@@ -69,7 +69,7 @@ def run_compare(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     if run_a is None or run_b is None:
         return render(request, "replay/compare.html", context)
     source = Source.parse(request.GET.get("source"))
-    comparison = compare_runs(run_a=run_a, run_b=run_b, source=source)
+    comparison = compare_runs_cached(run_a=run_a, run_b=run_b, source=source)
     shown = filter_pairs(comparison.pairs, request.GET.get("show", "all"))
     page = Paginator(shown, PAIRS_PER_PAGE).get_page(request.GET.get("page"))
     context |= {

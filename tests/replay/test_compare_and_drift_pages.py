@@ -63,3 +63,21 @@ def test_cards_resting_on_an_old_text_are_flagged_re_review(client, reviewer, de
     assert flags["C-017-3"] == []  # D-02 did not change
     newest = client.get(reverse("case_detail", args=["demo", "q017-r3", "Q-017"]))
     assert "re-review" not in newest.content.decode()
+
+
+def test_the_side_by_side_page_sees_a_verdict_saved_after_it_was_cached(client, lead, demo_runs):
+    from cards.models import Claim
+    from cards.services import verdict_save
+
+    client.force_login(lead)
+    url = reverse("run_compare", args=["demo"])
+    query = {"a": "q017-r1", "b": "q017-r2"}  # default source: no reviewer verdict yet
+    before = client.get(url, query).context["comparison"]
+    assert before.pairs[0].facts["G1"].a == "unsupported"
+    claim = Claim.objects.get(response__run__run_id="q017-r1", key="C-017-2")
+    verdict_save(
+        claim=claim, author=lead, support="supported", reason="D-01 gives 30 days.",
+        seen_claim_seq=1, seen_own_seq=None,
+    )  # fmt: skip
+    after = client.get(url, query).context["comparison"]
+    assert after.pairs[0].facts["G1"].a == "supported"

@@ -117,3 +117,25 @@ def test_compare_runs_without_a_baseline_is_a_usage_error(demo_runs):
     with pytest.raises(CommandError, match="declares no baseline") as caught:
         call_command("compare_runs", "q017-r1", "--project", "demo", stdout=io.StringIO())
     assert caught.value.returncode == 2
+
+
+def test_comparing_takes_the_same_number_of_queries_whatever_the_size(
+    project, django_assert_max_num_queries
+):
+    for run_id, cases, snapshot in (
+        ("s1", 2, "kb@1"),
+        ("s2", 2, "kb@2"),
+        ("b1", 40, "kb@1"),
+        ("b2", 40, "kb@2"),
+    ):
+        import_bytes(
+            bundle_bytes(
+                *synthetic_bundle(run_id=run_id, cases=cases, claims=3, snapshot=snapshot)
+            )
+        )
+    with django_assert_max_num_queries(20) as small:
+        comparison("s1", "s2", Source("consensus"))
+    with django_assert_max_num_queries(20) as large:
+        result = comparison("b1", "b2", Source("consensus"))
+    assert len(small.captured_queries) == len(large.captured_queries)
+    assert len(result.pairs) == 40
