@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import gc
 import hashlib
 import math
 from collections.abc import Callable
@@ -129,6 +130,7 @@ def bundle_import(
         dry_run=dry_run,
         new_expectation_versions=new_expectation_versions,
     )
+    frozen = gc.get_freeze_count()
     try:
         with transaction.atomic():
             importer.read(stream, progress)
@@ -142,6 +144,9 @@ def bundle_import(
         importer.last_word(Problem(0, "", f"the database refused the import: {exc}"))
     except DatabaseError as exc:
         importer.last_word(Problem(0, "", f"the database failed during the import: {exc}"))
+    finally:
+        if gc.get_freeze_count() > frozen:
+            gc.unfreeze()
     if importer.problems:
         raise BundleInvalid(importer.problems[:MAX_PROBLEMS], more=importer.truncated)
     return importer.summary
@@ -543,6 +548,10 @@ class _Importer:
         for case in self.pending_cases:
             case.document = None
         self.pending_passages, self.pending_cases, self.pending_responses = [], [], []
+        # What is kept now lives until the end of the import: take it out of the cyclic
+        # collector's sight, or every full collection walks it again (13 s of 240 s at
+        # 100,000 cases, growing faster than N).
+        gc.freeze()
 
     def flush_passages(self) -> None:
         pending = self.pending_passages
