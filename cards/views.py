@@ -11,7 +11,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 from django_htmx.http import trigger_client_event
 
-from cards.agreement import annotators_of
+from cards.agreement import annotators_of, run_agreement
 from cards.dashboard import (
     WIDTH,
     case_rows,
@@ -26,6 +26,7 @@ from cards.dashboard import (
 from cards.forms import ClaimAddForm, ClaimReviseForm, VerdictForm
 from cards.labels import DIAGNOSIS_HELP, SUPPORT_KEYS
 from cards.metrics import Source, run_metrics
+from cards.models import Support
 from cards.prechecks import PRECHECK_HELP
 from cards.selectors import (
     ReviewPage,
@@ -43,6 +44,7 @@ from cards.services import (
     response_mark_complete,
     verdict_save,
 )
+from cards.stats import wilson
 from evidence.http import HtmxHttpRequest
 from evidence.models import Membership
 from evidence.selectors import membership_for
@@ -420,6 +422,9 @@ def run_figures(
         response = HttpResponse(figures_csv(figures), content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="{run.run_id}-figures.csv"'
         return response
+    annotators = annotators_of(run=run)
+    chosen = [a for a in request.GET.getlist("annotator") if a in annotators]
+    agreement = run_agreement(run=run, annotators=chosen or annotators)
     helper = sample_size_help(
         margin=_fraction(request.GET.get("margin"), 0.05, 0.005, 0.5),
         confidence=_fraction(request.GET.get("confidence"), 0.95, 0.5, 0.999),
@@ -431,7 +436,12 @@ def run_figures(
         "run": run,
         "figures": figures,
         "source": source,
-        "annotators": annotators_of(run=run),
+        "annotators": annotators,
+        "agreement": agreement,
+        "agreement_interval": (
+            wilson(agreement.raw.k, agreement.raw.n) if agreement.raw.defined else None
+        ),
+        "labels": [label for label, _ in Support.choices],
         "bar": verdict_bar(figures),
         "verdict_counts": verdict_counts(figures),
         "intervals": interval_rows(figures),

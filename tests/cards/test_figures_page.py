@@ -76,3 +76,24 @@ def test_the_dashboard_query_count_is_constant(client, reviewer, django_assert_m
     with django_assert_max_num_queries(14) as large:
         client.get(figures_url("large"))
     assert len(small.captured_queries) == len(large.captured_queries)
+
+
+def test_the_dashboard_shows_agreement_between_chosen_annotators(
+    client, lead, second_reviewer, demo_runs
+):
+    from cards.models import Claim
+    from cards.services import verdict_save
+
+    for claim in Claim.objects.filter(response__run__run_id="q017-r1"):
+        verdict_save(
+            claim=claim, author=second_reviewer, support="unsupported", reason="bob reads it so.",
+            seen_claim_seq=1, seen_own_seq=None,
+        )  # fmt: skip
+    client.force_login(lead)
+    response = client.get(figures_url("q017-r1"), {"annotator": ["bob", "seed-protocol"]})
+    agreement = response.context["agreement"]
+    assert agreement.annotators == ["bob", "seed-protocol"]
+    assert (agreement.raw.k, agreement.raw.n) == (3, 4)  # seed-protocol says partial on C-017-2
+    content = response.content.decode()
+    assert "all agree on <strong>3 / 4</strong>" in content
+    assert "Cohen" in content and "read both reasons and adjudicate" in content
