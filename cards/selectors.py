@@ -215,6 +215,18 @@ def _drifted_refs(*, run: Run, refs: set[str], passages: dict[str, Passage]) -> 
     return drifted
 
 
+def claim_for(*, run: Run, case_id: str, key: str) -> tuple[Claim, ClaimRevision]:
+    """One claim of a case and its current revision (for a save, without the whole page)."""
+    claim = (
+        Claim.objects.select_related("response")
+        .filter(response__run=run, response__case__case_id=case_id, key=key)
+        .first()
+    )
+    if claim is None:
+        raise Http404("No such claim.")
+    return claim, ClaimRevision.objects.filter(claim=claim).order_by("-seq").first()
+
+
 def answer_pieces(
     text: str, citations: list[Citation], cards: list[Card]
 ) -> tuple[list[Piece], list[Citation]]:

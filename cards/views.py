@@ -31,6 +31,7 @@ from cards.prechecks import PRECHECK_HELP
 from cards.selectors import (
     ReviewPage,
     assignments_for_run,
+    claim_for,
     disagreements,
     next_in_queue,
     review_page,
@@ -97,7 +98,10 @@ def _verdict_form(card, data=None, *, adjudicate: bool = False) -> VerdictForm:
 def _context(page: ReviewPage, **extra) -> dict:
     expectation = page.response.expectation
     forms = extra.pop("forms", {})
+    only = extra.pop("only", None)
     for card in page.cards:
+        if only is not None and card.claim.key != only:
+            continue  # a partial shows one card: build no forms for the others
         submitted = forms.get(card.claim.key)
         adjudicating = submitted is not None and submitted["adjudicate"].value() in {True, "True"}
         card.form = _verdict_form(card) if submitted is None or adjudicating else submitted
@@ -125,6 +129,12 @@ def _context(page: ReviewPage, **extra) -> dict:
 @require_GET
 def case_detail(request: HtmxHttpRequest, slug: str, run_id: str, case_id: str) -> HttpResponse:
     page = _page(request, slug, run_id, case_id)
+    revise = request.GET.get("revise")
+    if revise:  # the rewrite form of one card, on demand (30 of them would double the page)
+        card = page.card(revise)
+        context = _context(page, card=card, revise_key=revise, only=revise)
+        template = "cards/review.html#card" if request.htmx else "cards/review.html"
+        return render(request, template, context)
     return render(request, "cards/review.html", _context(page))
 
 
@@ -223,15 +233,16 @@ def claim_change(
 def verdict_add(
     request: HtmxHttpRequest, slug: str, run_id: str, case_id: str, key: str
 ) -> HttpResponse:
-    page = _page(request, slug, run_id, case_id)
-    card = page.card(key)
-    form = VerdictForm(request.POST, refs=card.revision.citations)
+    membership = membership_for(user=request.user, slug=slug)
+    run = run_for_project(project=membership.project, run_id=run_id)
+    claim, revision = claim_for(run=run, case_id=case_id, key=key)
+    form = VerdictForm(request.POST, refs=revision.citations)
     status, message, refused = 200, None, None
     if form.is_valid():
         data = form.cleaned_data
         try:
             verdict_save(
-                claim=card.claim,
+                claim=claim,
                 author=request.user,
                 support=data["support"],
                 reason=data["reason"],
@@ -255,8 +266,8 @@ def verdict_add(
         status = 400
     if status == 200 and not request.htmx:
         messages.success(request, f"Verdict on {key} saved.")
-        return redirect(_case_url(page, f"card-{key}"))
-    page = _page(request, slug, run_id, case_id)
+        return redirect(reverse("case_detail", args=[slug, run_id, case_id]) + f"#card-{key}")
+    page = review_page(run=run, case_id=case_id, membership=membership)
     card = page.card(key)
     forms = {}
     if status != 200:
@@ -266,7 +277,10 @@ def verdict_add(
         )
         if refused is not None:
             _add_errors(forms[key], refused)
-    context = _context(page, forms=forms, card=card, card_message=message, card_message_key=key)
+    context = _context(
+        page, forms=forms, card=card, card_message=message, card_message_key=key,
+        only=key if request.htmx else None,
+    )  # fmt: skip
     if not request.htmx:
         return render(request, "cards/review.html", context, status=status)
     response = render(request, "cards/review.html#card-swap", context, status=status)

@@ -637,3 +637,18 @@ def test_the_blind_case_page_query_count_does_not_grow_with_claims(
         11,
         lambda run_id: client.get(_case_url(run_id, "case-0")),
     )
+
+
+def test_the_rewrite_form_is_loaded_on_demand_not_on_every_card(client, reviewer, demo_runs):
+    client.force_login(reviewer)
+    url = reverse("case_detail", args=["demo", "q017-r1", "Q-017"])
+    page = client.get(url).content.decode()
+    assert page.count('name="seen_claim_seq" value=') == 4  # the verdict forms only
+    assert "Reason for the change" not in page
+    assert page.count("What the diagnoses mean") == 4 and page.count('id="diagnoses"') == 1
+    partial = client.get(url, {"revise": "C-017-2"}, HTTP_HX_REQUEST="true").content.decode()
+    assert partial.lstrip().startswith('<article class="card')
+    assert "Reason for the change" in partial
+    assert "The return window is 30 days." in partial
+    plain = client.get(url, {"revise": "C-017-2"}).content.decode()
+    assert plain.count("Reason for the change") == 1
