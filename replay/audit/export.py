@@ -72,6 +72,14 @@ class _Sink(io.RawIOBase):
         return data
 
 
+def _zip_info(path: str) -> zipfile.ZipInfo:
+    """The same date, mode and compression for every member: part of being deterministic."""
+    info = zipfile.ZipInfo(path, date_time=ZIP_TIME)
+    info.compress_type = zipfile.ZIP_DEFLATED
+    info.external_attr = 0o644 << 16
+    return info
+
+
 @dataclass
 class _Writer:
     archive: zipfile.ZipFile
@@ -79,9 +87,7 @@ class _Writer:
 
     def file(self, path: str, chunks: Iterable[bytes]) -> Iterator[None]:
         """Write one file; yields between chunks so the caller can stream the zip out."""
-        info = zipfile.ZipInfo(path, date_time=ZIP_TIME)
-        info.compress_type = zipfile.ZIP_DEFLATED
-        info.external_attr = 0o644 << 16
+        info = _zip_info(path)
         digest, size = hashlib.sha256(), 0
         with self.archive.open(info, "w") as handle:
             for chunk in chunks:
@@ -553,10 +559,7 @@ def export_stream(package: Package, out: IO[bytes] | None = None) -> Iterator[by
         with contextlib.suppress(Exception):
             archive.close()
         raise
-    info = zipfile.ZipInfo("manifest.json", date_time=ZIP_TIME)
-    info.compress_type = zipfile.ZIP_DEFLATED
-    info.external_attr = 0o644 << 16
-    archive.writestr(info, package.manifest_bytes)
+    archive.writestr(_zip_info("manifest.json"), package.manifest_bytes)
     archive.close()
     data = sink.drain()
     if data:
