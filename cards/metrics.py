@@ -163,7 +163,7 @@ def _default_association(claim: ClaimState) -> str:
 
 
 def response_figures(
-    *, text: str, abstained: bool, reviewed: bool, expectation: dict, claims: list[ClaimState],
+    *, reviewed: bool, expectation: dict, claims: list[ClaimState],
     ranked: list[PassageFacts], doc_of: dict[str, str], source: Source,
 ) -> dict[str, Any]:  # fmt: skip
     """Per-response figures; claim figures are None for an unreviewed response."""
@@ -440,7 +440,7 @@ def iter_response_figures(
         claim_list = list(claims.values())
         reviewed = bool(complete) or (abstained and not text)
         figures = response_figures(
-            text=text, abstained=abstained, reviewed=reviewed, expectation=expectation,
+            reviewed=reviewed, expectation=expectation,
             claims=claim_list, ranked=ranked, doc_of=doc_of, source=source,
         )  # fmt: skip
         hints = prechecks(

@@ -5,7 +5,6 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import Exists, OuterRef, Prefetch, Q, Subquery
 from django.http import Http404
 
@@ -405,7 +404,3 @@ def disagreements(*, run: Run) -> list[Disagreement]:
             if not revision.withdrawn:
                 found.append(Disagreement(claim, revision, list(newest.values()), adjudication))
     return found
-
-
-def member_for_user(*, project_id: int, user: AbstractBaseUser) -> Membership | None:
-    return Membership.objects.filter(project_id=project_id, user=user).first()

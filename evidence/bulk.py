@@ -32,7 +32,6 @@ class RowWriter:
     def __init__(self) -> None:
         self.vendor = connection.vendor
         self.next_sqlite_id: dict[str, int] = {}
-        self.rows_written = 0
         self.rows_by_table: dict[str, int] = {}
 
     def reserve_ids(self, model: type[models.Model], count: int) -> list[int]:
@@ -83,7 +82,6 @@ class RowWriter:
                     f"INSERT INTO {table} ({column_list}) VALUES ({marks})",  # noqa: S608
                     prepared,
                 )
-        self.rows_written += len(rows)
         self.rows_by_table[table] = self.rows_by_table.get(table, 0) + len(rows)
 
     def analyze_after_commit(self, *, threshold: int = 5000) -> None:

@@ -9,7 +9,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import IO, Any
 
+from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import DatabaseError, IntegrityError, connection, transaction
 from django.utils import timezone
 
@@ -972,9 +974,6 @@ def membership_change(
     Returns what happened, for the page. The last admin cannot leave or be
     demoted: a project always has someone who can manage it.
     """
-    from django.contrib.auth import get_user_model
-    from django.core.exceptions import PermissionDenied, ValidationError
-
     acting = Membership.objects.filter(project=project, user=actor).first()
     if acting is None or acting.role != Role.ADMIN:
         raise PermissionDenied("Only a project admin manages members.")

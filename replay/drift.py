@@ -5,6 +5,7 @@ from __future__ import annotations
 import difflib
 from dataclasses import dataclass
 
+from django.db import connection
 from django.db.models import Count, Q
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
@@ -57,11 +58,13 @@ def drifted_refs(*, project: Project) -> list[DriftedRef]:
     )
     versions: dict[str, list[Version]] = {}
     seen: dict[str, set[str]] = {}
-    for ref, snapshot, digest, text in (
+    snapshot_sha: dict[tuple[int, str], str] = {}
+    for ref, snapshot_id, snapshot, digest, text in (
         Passage.objects.filter(snapshot__project=project, ref__in=refs)
         .order_by("ref", "snapshot__created_at", "snapshot_id")
-        .values_list("ref", "snapshot__name", "sha256", "text")
+        .values_list("ref", "snapshot_id", "snapshot__name", "sha256", "text")
     ):
+        snapshot_sha[(snapshot_id, ref)] = digest
         if digest not in seen.setdefault(ref, set()):
             seen[ref].add(digest)
             versions.setdefault(ref, []).append(Version(snapshot, digest, text))
@@ -75,19 +78,17 @@ def drifted_refs(*, project: Project) -> list[DriftedRef]:
     current: dict[int, tuple] = {}
     query = Q()
     for ref in result:
-        query |= Q(citations__contains=[ref]) if _json_contains() else Q(citations__icontains=ref)
+        # PostgreSQL tests JSON containment; SQLite stores the list as text (checked below).
+        if connection.vendor == "postgresql":
+            query |= Q(citations__contains=[ref])
+        else:
+            query |= Q(citations__icontains=ref)
     at_risk = latest.filter(query).values("claim_id")  # a claim that ever cited a drifted ref
     for row in latest.filter(claim_id__in=at_risk).values_list(
         "claim_id", "claim__key", "claim__response__run__run_id", "claim__response__case__case_id",
         "claim__response__run__snapshot_id", "citations", "withdrawn", "text",
     ):  # fmt: skip
         current.setdefault(row[0], row)
-    snapshot_sha = {
-        (snapshot_id, ref): digest
-        for snapshot_id, ref, digest in Passage.objects.filter(
-            snapshot__project=project, ref__in=list(result)
-        ).values_list("snapshot_id", "ref", "sha256")
-    }
     for _, key, run_id, case_id, snapshot_id, citations, withdrawn, text in current.values():
         if withdrawn:
             continue
@@ -97,9 +98,3 @@ def drifted_refs(*, project: Project) -> list[DriftedRef]:
                     {"run_id": run_id, "case_id": case_id, "claim_id": key, "text": text}
                 )
     return sorted(result.values(), key=lambda d: d.ref)
-
-
-def _json_contains() -> bool:
-    from django.db import connection
-
-    return connection.vendor == "postgresql"

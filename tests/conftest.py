@@ -30,6 +30,19 @@ KNOWN_ANSWERS = (
 PASSWORD = "correct horse battery staple"
 
 
+def row_counts() -> dict[str, int]:
+    """Rows of every table an import can write, by model name: "nothing stored" is no change."""
+    from cards.models import Claim, ClaimRevision, ResponseReview, VerdictRevision
+    from evidence.models import Case, Expectation, Passage, Project, Snapshot
+    from replay.models import Citation, Response, Retrieval, Run
+
+    models = (
+        Passage, Case, Expectation, Snapshot, Project, Run, Response, Retrieval, Citation, Claim,
+        ClaimRevision, VerdictRevision, ResponseReview,
+    )  # fmt: skip
+    return {model.__name__: model.objects.count() for model in models}
+
+
 def bundle_bytes(*lines: dict | str) -> bytes:
     """JSONL bytes from dicts (or raw strings, written as they are)."""
     out = [

@@ -508,15 +508,13 @@ def _cards_and_csv(rows: Iterable[dict], spool: IO[bytes]) -> Iterator[bytes]:
     text = io.TextIOWrapper(spool, encoding="utf-8", newline="", write_through=True)
     writer = csv.writer(text, lineterminator="\n")
     writer.writerow(CARD_COLUMNS)
-    lines: list[bytes] = []
-    for row in rows:
-        writer.writerow(_csv_row(row))
-        lines.append(_line(row))
-        if len(lines) >= CARD_BATCH:
-            yield b"".join(lines)
-            lines.clear()
-    if lines:
-        yield b"".join(lines)
+
+    def also_to_csv() -> Iterator[dict]:
+        for row in rows:
+            writer.writerow(_csv_row(row))
+            yield row
+
+    yield from _lines(also_to_csv(), CARD_BATCH)
     text.detach()  # leave the spool open for reading
 
 

@@ -17,40 +17,18 @@ from collections.abc import Callable
 
 import pytest
 
-from cards.models import Claim, ClaimRevision, ResponseReview, VerdictRevision
 from evidence import bundle
 from evidence.canonical import text_sha256
-from evidence.models import Case, Expectation, Passage, Project, Snapshot
+from evidence.models import Expectation, Passage, Project
 from evidence.services import BundleInvalid, bundle_import
-from replay.models import Citation, Response, Retrieval, Run
-from tests.conftest import FIXTURES, bundle_bytes, import_bytes, import_fixture
+from replay.models import Response, Retrieval, Run
+from tests.conftest import FIXTURES, bundle_bytes, import_bytes, import_fixture, row_counts
 
 FIXTURE = "q017-r1.jsonl"
 D01 = "D-01@returns-v4#p04"
 D02 = "D-02@refunds-v2#p07"
 UNDECLARED = "D-09@faq-v1#p01"
 STOPPED = "… stopped after 50 problems; fix these and import again"
-
-MODELS = (
-    Passage,
-    Case,
-    Expectation,
-    Snapshot,
-    Project,
-    Run,
-    Response,
-    Retrieval,
-    Citation,
-    Claim,
-    ClaimRevision,
-    VerdictRevision,
-    ResponseReview,
-)
-
-
-def row_counts() -> dict[str, int]:
-    """Rows of every table the import can write, by model name."""
-    return {model.__name__: model.objects.count() for model in MODELS}
 
 
 def good(name: str = FIXTURE) -> list[dict]:

@@ -17,35 +17,16 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from cards.chain import claim_revision_document, seal, verdict_revision_document
-from cards.models import Claim, ClaimRevision, ResponseReview, VerdictRevision
+from cards.models import Claim, ClaimRevision, VerdictRevision
 from evidence.bundle import parse_rfc3339
 from evidence.canonical import text_sha256
 from evidence.models import Case, Expectation, Passage, Project, Snapshot
 from evidence.services import FLUSH_EVERY_RESPONSES, ImportSummary
-from replay.models import Citation, Response, Retrieval, Run
-from tests.conftest import FIXTURES, bundle_bytes, import_bytes, import_fixture
+from replay.models import Response, Retrieval, Run
+from tests.conftest import FIXTURES, bundle_bytes, import_bytes, import_fixture, row_counts
 from tests.factories import synthetic_bundle
 
 FIXTURE_PATHS = sorted(FIXTURES.glob("*.jsonl"))
-MODELS = (
-    Passage,
-    Case,
-    Expectation,
-    Snapshot,
-    Project,
-    Run,
-    Response,
-    Retrieval,
-    Citation,
-    Claim,
-    ClaimRevision,
-    VerdictRevision,
-    ResponseReview,
-)
-
-
-def row_counts() -> dict[str, int]:
-    return {model.__name__: model.objects.count() for model in MODELS}
 
 
 def read_lines(path: Path) -> list[dict]:
