@@ -26,7 +26,7 @@ BASE_PYTHON ?= $(shell for p in $(PYTHON_CANDIDATES); do \
 help:
 	@echo "make run    install, migrate, load the demo and serve it on http://$(HOST):$(PORT)/"
 	@echo "make test   install and run the whole test suite (DATABASE_URL picks the database)"
-	@echo "make lint   ruff check, ruff format --check, makemigrations --check"
+	@echo "make lint   import layers, ruff check, ruff format --check, makemigrations --check"
 
 $(VENV)/.installed: pyproject.toml
 	@if [ -z "$(BASE_PYTHON)" ]; then \
@@ -55,6 +55,7 @@ test: install
 	$(VENV)/bin/pytest $(PYTEST_ARGS)
 
 lint: install
+	$(VENV)/bin/lint-imports
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
 	$(PY) manage.py makemigrations --check --dry-run

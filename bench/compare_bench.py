@@ -58,9 +58,10 @@ def main() -> None:
     from django.test.utils import CaptureQueriesContext
 
     from cards.metrics import Source, run_metrics
+    from compare.comparison import compare_runs
     from evidence.models import Role
-    from evidence.services import bundle_import, membership_set, project_create
-    from replay.comparison import compare_runs
+    from evidence.services import membership_set, project_create
+    from ingest.services import bundle_import
     from replay.models import Run
 
     try:

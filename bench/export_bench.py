@@ -9,7 +9,7 @@ measured in the same run) and asserts nothing about time or memory.
 What happens:
 
 1. A scratch PostgreSQL database is created (and dropped at the end), migrated,
-   and two synthetic runs are imported with `evidence.services.bundle_import`:
+   and two synthetic runs are imported with `ingest.services.bundle_import`:
    `big` with N reviewed cases and `small` with `--small` cases (default 2,000).
    Each case has 5 passages, a response citing one of them, 5 claims and 2
    judgements per claim: a chain of 3 revisions per claim.
@@ -116,7 +116,8 @@ def import_runs(big: int, small: int) -> None:
     import django
 
     django.setup()
-    from evidence.services import bundle_import, project_create
+    from evidence.services import project_create
+    from ingest.services import bundle_import
 
     project_create(slug=PROJECT)
     for run_id, cases in (("big", big), ("small", small)):

@@ -15,7 +15,7 @@ What happens, per database and run:
    5 claims, each with one judgement.
 2. A fresh scratch database is made from a migrated template (PostgreSQL:
    `CREATE DATABASE … TEMPLATE`; SQLite: a copy of a migrated file).
-3. A child process (`--child`) runs `evidence.services.bundle_import` on the file
+3. A child process (`--child`) runs `ingest.services.bundle_import` on the file
    and reports the wall time of that call and its peak RSS, so every import has
    its own process and its own peak. The peak is `VmHWM` of /proc/self/status,
    not `getrusage().ru_maxrss`: on Linux a child's ru_maxrss starts at the RSS
@@ -252,7 +252,7 @@ def child(bundle: str, profile: str | None) -> None:
     import django
 
     django.setup()
-    from evidence.services import BundleInvalid, bundle_import
+    from ingest.services import BundleInvalid, bundle_import
 
     rss_before = memory_kb("VmRSS")
     gc_seconds = gc_timer()

@@ -86,7 +86,8 @@ def main() -> None:
 
     from cards.metrics import Source, run_metrics
     from evidence.models import Role
-    from evidence.services import bundle_import, membership_set, project_create
+    from evidence.services import membership_set, project_create
+    from ingest.services import bundle_import
     from replay.models import Run
 
     try:

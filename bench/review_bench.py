@@ -220,7 +220,8 @@ def build_database(static_root: Path) -> Fixture:
     django.setup()
     from cards.models import Claim, ClaimRevision
     from evidence.models import Project, Role
-    from evidence.services import bundle_import, membership_set
+    from evidence.services import membership_set
+    from ingest.services import bundle_import
 
     call_command("migrate", verbosity=0, interactive=False)
     call_command("collectstatic", verbosity=0, interactive=False)
@@ -868,7 +869,7 @@ def breakdown(fixture: Fixture, profile: bool) -> None:
     from cards import views
     from cards.selectors import review_page
     from cards.services import verdict_save
-    from evidence.selectors import membership_for
+    from evidence.access import membership_for
     from replay.selectors import run_for_project
 
     runs = 40

@@ -21,10 +21,10 @@ from django.db.models.functions import Cast
 
 from cards.models import ClaimRevision, Origin, VerdictRevision
 from cards.prechecks import ClaimFacts, PassageFacts, ResponseFacts, prechecks
+from cards.progress import latest_review_complete
 from cards.stats import Proportion
 from evidence.models import Passage
 from replay.models import Citation, Response, Retrieval, Run
-from replay.selectors import latest_review_complete
 
 LABELS = ("supported", "partial", "unsupported", "not_assessable")
 CLAIM_FIGURES = (

@@ -8,11 +8,12 @@ from dataclasses import dataclass, field
 from django.db.models import Exists, OuterRef, Prefetch, Q, Subquery
 from django.http import Http404
 
+from cards.blind import blind_for
 from cards.models import Assignment, Claim, ClaimRevision, Origin, VerdictRevision
 from cards.prechecks import ClaimFacts, PassageFacts, ResponseFacts, prechecks
+from cards.progress import latest_review_complete, reviewed_condition
 from evidence.models import Membership, Passage
 from replay.models import Citation, Response, Retrieval, Run
-from replay.selectors import latest_review_complete, reviewed_condition
 
 
 @dataclass
@@ -113,7 +114,7 @@ def review_page(*, run: Run, case_id: str, membership: Membership) -> ReviewPage
     drifted = _drifted_refs(run=run, refs=set(passages), passages=passages)
 
     viewer = membership.user
-    blind = run.project.blind_review and not membership.can_lead
+    blind = blind_for(membership)
     cards = []
     for claim in claims:
         revisions = list(claim.revisions.all())

@@ -117,9 +117,13 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django_htmx",
+    # The apps, bottom layer first (docs/architecture.md; import-linter enforces it).
     "evidence",
     "replay",
     "cards",
+    "compare",
+    "ingest",
+    "audit",
 ]
 
 MIDDLEWARE = [

@@ -9,6 +9,8 @@ urlpatterns = [
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
     path("admin/", admin.site.urls),
     path("", include("evidence.urls")),
-    path("", include("replay.urls")),
     path("", include("cards.urls")),
+    path("", include("compare.urls")),
+    path("", include("ingest.urls")),
+    path("", include("audit.urls")),
 ]

@@ -165,7 +165,7 @@ class Expectation(models.Model):
     required_facts = models.JSONField(default=list)  # [{fact_id, text, evidence: [ref]}]
     relevant_refs = models.JSONField(default=list)  # effective list: given, else fact evidence
     known_gaps = models.JSONField(default=list)  # [{gap_id, text}]
-    sha256 = models.CharField(max_length=64)  # of the canonical expectation, see evidence.bundle
+    sha256 = models.CharField(max_length=64)  # of the canonical expectation, see ingest.bundle
     created_at = models.DateTimeField(db_default=Now())
 
     class Meta:

@@ -4,25 +4,12 @@ from __future__ import annotations
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import QuerySet
-from django.http import Http404
 
-from evidence.models import Membership, Project
+from evidence.models import Project
 
 
 def projects_for_user(*, user: AbstractBaseUser) -> QuerySet[Project]:
     return Project.objects.filter(memberships__user=user).order_by("slug")
-
-
-def membership_for(*, user: AbstractBaseUser, slug: str) -> Membership:
-    """The user's membership of project `slug`; 404 for anyone else, as if it did not exist."""
-    membership = (
-        Membership.objects.select_related("project", "user")
-        .filter(user=user, project__slug=slug)
-        .first()
-    )
-    if membership is None:
-        raise Http404("No such project.")
-    return membership
 
 
 class ProjectChoiceError(Exception):

@@ -6,7 +6,5 @@ from evidence import views
 
 urlpatterns = [
     path("", views.home, name="home"),
-    path("p/<slug:slug>/", views.project_detail, name="project_detail"),
-    path("p/<slug:slug>/import/", views.bundle_upload, name="bundle_upload"),
     path("p/<slug:slug>/members/", views.project_members, name="project_members"),
 ]

@@ -1,60 +1,11 @@
-"""Reads of the replay app: runs, their responses and what a case page shows."""
+"""Reads of the replay app: runs by project."""
 
 from __future__ import annotations
 
-from django.db.models import IntegerField, OuterRef, Q, QuerySet, Subquery, Value
-from django.db.models.functions import Coalesce
 from django.http import Http404
 
-from cards.models import Claim, ResponseReview
 from evidence.models import Project
-from replay.models import Citation, Response, Retrieval, Run
-
-
-class SubqueryCount(Subquery):
-    """COUNT(*) of a correlated queryset: joins across responses and claims would multiply rows."""
-
-    template = "(SELECT COUNT(*) FROM (%(subquery)s) AS counted)"
-    output_field = IntegerField()
-
-
-def latest_review_complete() -> Coalesce:
-    """The newest ResponseReview's `complete` for the outer response; False when never marked.
-
-    Never marked must read as False, not NULL: NOT (NULL = true) would drop the row
-    from "not reviewed yet" filters such as the queue.
-    """
-    newest = ResponseReview.objects.filter(response=OuterRef("pk")).order_by("-pk")
-    return Coalesce(Subquery(newest.values("complete")[:1]), Value(False))
-
-
-def reviewed_condition() -> Q:
-    """A response counts as reviewed when its decomposition is marked complete, or when
-    the system abstained with no text at all (metrics.md)."""
-    return Q(review_complete=True) | Q(abstained=True, text="")
-
-
-def runs_for_project(*, project: Project) -> QuerySet[Run]:
-    """Runs with the counts the project page shows, in one query."""
-    responses = Response.objects.filter(run=OuterRef("pk")).values("pk")
-    reviewed = (
-        Response.objects.filter(run=OuterRef("pk"))
-        .annotate(review_complete=latest_review_complete())
-        .filter(reviewed_condition())
-        .values("pk")
-    )
-    return (
-        Run.objects.filter(project=project)
-        .select_related("snapshot")
-        .annotate(
-            response_count=SubqueryCount(responses),
-            reviewed_count=SubqueryCount(reviewed),
-            claim_count=SubqueryCount(
-                Claim.objects.filter(response__run=OuterRef("pk")).values("pk")
-            ),
-        )
-        .order_by("-imported_at", "-pk")
-    )
+from replay.models import Run
 
 
 def run_for_project(*, project: Project, run_id: str) -> Run:
@@ -63,21 +14,3 @@ def run_for_project(*, project: Project, run_id: str) -> Run:
         raise Http404("No such run.")
     run.project = project  # already loaded by the caller's membership check
     return run
-
-
-def responses_for_run(*, run: Run) -> QuerySet[Response]:
-    return (
-        Response.objects.filter(run=run)
-        .select_related("case", "expectation")
-        .annotate(
-            claim_count=SubqueryCount(Claim.objects.filter(response=OuterRef("pk")).values("pk")),
-            retrieved_count=SubqueryCount(
-                Retrieval.objects.filter(response=OuterRef("pk")).values("pk")
-            ),
-            citation_count=SubqueryCount(
-                Citation.objects.filter(response=OuterRef("pk")).values("pk")
-            ),
-            review_complete=latest_review_complete(),
-        )
-        .order_by("position")
-    )

@@ -15,7 +15,8 @@ import pytest
 from django.contrib.auth.models import User
 
 from evidence.models import Project, Role
-from evidence.services import bundle_import, membership_set, project_create
+from evidence.services import membership_set, project_create
+from ingest.services import bundle_import
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"

@@ -10,10 +10,10 @@ import pytest
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
+from audit.models import AuditExport
 from cards.models import Claim, ClaimRevision, Origin, VerdictRevision
 from evidence.dbguards import APPEND_ONLY_TABLES
 from evidence.models import Project
-from replay.models import AuditExport
 
 TABLES = [table for tables in APPEND_ONLY_TABLES.values() for table in tables]
 STATEMENTS = ["UPDATE {table} SET id = id", "DELETE FROM {table}"]

@@ -7,7 +7,7 @@ import json
 from django.core.management.base import BaseCommand, CommandParser
 
 from cards.agreement import run_agreement
-from cards.management.commands.run_metrics import find_run
+from replay.commands import find_run
 
 
 class Command(BaseCommand):

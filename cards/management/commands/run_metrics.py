@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import json
 
-from django.core.management.base import BaseCommand, CommandError, CommandParser
+from django.core.management.base import BaseCommand, CommandParser
 
 from cards.metrics import Source, run_metrics
-from evidence.selectors import ProjectChoiceError, project_for_command
-from replay.models import Run
+from replay.commands import find_run
 
 
 class Command(BaseCommand):
@@ -29,18 +28,3 @@ class Command(BaseCommand):
         )
         figures = run_metrics(run=run, source=source)
         self.stdout.write(json.dumps(figures.as_json(), indent=1, ensure_ascii=False))
-
-
-def find_run(slug: str | None, run_id: str) -> Run:
-    try:
-        project = project_for_command(slug=slug)
-    except ProjectChoiceError as exc:
-        raise CommandError(str(exc), returncode=2) from None
-    run = (
-        Run.objects.filter(project=project, run_id=run_id)
-        .select_related("project", "snapshot")
-        .first()
-    )
-    if run is None:
-        raise CommandError(f"run {run_id!r} does not exist in project {project.slug!r}")
-    return run

@@ -1,0 +1,29 @@
+"""verify_audit PATH [--id PACKAGE_ID]: the same checks as the package's own verify.py."""
+
+from __future__ import annotations
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from audit.verify import Failure, verify
+
+
+class Command(BaseCommand):
+    help = "Check an audit package: OK and exit 0, or the first failure and exit 1."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("path")
+        parser.add_argument("--id", help="the package id recorded at export")
+
+    def handle(self, *args, **options) -> None:
+        try:
+            counts = verify(options["path"], options["id"])
+        except Failure as failure:
+            raise CommandError(f"FAIL {failure}") from None
+        except (KeyError, TypeError, ValueError) as exc:
+            raise CommandError(f"FAIL package: unexpected structure: {exc!r}") from None
+        except Exception as exc:  # noqa: BLE001 - a damaged package never ends in a traceback
+            raise CommandError(f"FAIL package: cannot be checked: {exc!r}") from None
+        self.stdout.write(
+            "OK {files} files, {passages} passages, {revisions} revisions in {chains} chains, "
+            "{cards} cards checked".format(**counts)
+        )

@@ -1,0 +1,95 @@
+"""A run's figures: the dashboard, and its CSV and JSON downloads."""
+
+from __future__ import annotations
+
+from django.core.paginator import Paginator
+from django.http import HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.views.decorators.http import require_GET
+
+from cards.agreement import annotators_of, run_agreement
+from cards.blind import require_unblinded
+from cards.dashboard import (
+    WIDTH,
+    case_rows,
+    figures_csv,
+    interval_rows,
+    precheck_counts,
+    retrieval_table,
+    sample_size_help,
+    verdict_bar,
+    verdict_counts,
+)
+from cards.metrics import Source, run_metrics
+from cards.models import Support
+from cards.stats import wilson
+from evidence.access import membership_for
+from evidence.http import HtmxHttpRequest
+from replay.selectors import run_for_project
+
+CASES_PER_PAGE = 50
+
+
+def _fraction(raw: str | None, default: float, low: float, high: float) -> float:
+    try:
+        value = float(raw) / 100 if raw else default
+    except ValueError:
+        return default
+    return value if low <= value <= high else default
+
+
+@require_GET
+def run_figures(
+    request: HtmxHttpRequest, slug: str, run_id: str, fmt: str = "html"
+) -> HttpResponse:
+    membership = membership_for(user=request.user, slug=slug)
+    require_unblinded(membership)
+    run = run_for_project(project=membership.project, run_id=run_id)
+    source = Source.parse(request.GET.get("source"))
+    figures = run_metrics(run=run, source=source)
+    if fmt == "json":
+        response = JsonResponse(
+            figures.as_json(), json_dumps_params={"ensure_ascii": False, "indent": 1}
+        )
+        response["Content-Disposition"] = f'attachment; filename="{run.run_id}-figures.json"'
+        return response
+    if fmt == "csv":
+        response = HttpResponse(figures_csv(figures), content_type="text/csv; charset=utf-8")
+        response["Content-Disposition"] = f'attachment; filename="{run.run_id}-figures.csv"'
+        return response
+    annotators = annotators_of(run=run)
+    chosen = [a for a in request.GET.getlist("annotator") if a in annotators]
+    agreement = run_agreement(run=run, annotators=chosen or annotators)
+    helper = sample_size_help(
+        margin=_fraction(request.GET.get("margin"), 0.05, 0.005, 0.5),
+        confidence=_fraction(request.GET.get("confidence"), 0.95, 0.5, 0.999),
+        current_n=figures.totals["claims"],
+    )
+    context = {
+        "project": membership.project,
+        "membership": membership,
+        "run": run,
+        "figures": figures,
+        "source": source,
+        "annotators": annotators,
+        "agreement": agreement,
+        "agreement_interval": (
+            wilson(agreement.raw.k, agreement.raw.n) if agreement.raw.defined else None
+        ),
+        "labels": [label for label, _ in Support.choices],
+        "bar": verdict_bar(figures),
+        "verdict_counts": verdict_counts(figures),
+        "intervals": interval_rows(figures),
+        "retrieval": retrieval_table(figures),
+        # 10,000 cases make a page nobody reads: the per-case table is paginated.
+        "cases": Paginator(case_rows(figures), CASES_PER_PAGE).get_page(request.GET.get("page")),
+        "prechecks": precheck_counts(figures),
+        "helper": helper,
+        "width": WIDTH,
+    }
+    template = (
+        "cards/figures.html#sample-size"
+        if request.htmx and request.GET.get("helper")
+        else "cards/figures.html"
+    )
+    return render(request, template, context)

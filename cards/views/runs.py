@@ -1,0 +1,121 @@
+"""Pages about a project's runs and their review progress: project, run, queue, assignments,
+disagreements and drift."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods
+
+from cards.drift import drifted_refs
+from cards.progress import responses_for_run, runs_for_project
+from cards.selectors import assignments_for_run, disagreements, next_in_queue
+from cards.services import assignment_set
+from evidence.access import membership_for
+from evidence.http import HtmxHttpRequest
+from evidence.models import Membership, Role
+from replay.selectors import run_for_project
+
+
+@require_GET
+def project_detail(request: HtmxHttpRequest, slug: str) -> HttpResponse:
+    membership = membership_for(user=request.user, slug=slug)
+    project = membership.project
+    runs = list(runs_for_project(project=project))
+    return render(
+        request,
+        "cards/project.html",
+        {"project": project, "membership": membership, "runs": runs},
+    )
+
+
+@require_GET
+def run_detail(request: HtmxHttpRequest, slug: str, run_id: str) -> HttpResponse:
+    membership = membership_for(user=request.user, slug=slug)
+    run = run_for_project(project=membership.project, run_id=run_id)
+    responses = list(responses_for_run(run=run))
+    return render(
+        request,
+        "cards/run.html",
+        {
+            "project": membership.project,
+            "membership": membership,
+            "run": run,
+            "responses": responses,
+        },
+    )
+
+
+@require_GET
+def project_drift(request: HtmxHttpRequest, slug: str) -> HttpResponse:
+    membership = membership_for(user=request.user, slug=slug)
+    return render(
+        request,
+        "cards/drift.html",
+        {
+            "project": membership.project,
+            "membership": membership,
+            "refs": drifted_refs(project=membership.project),
+        },
+    )
+
+
+@require_GET
+def queue_next(request: HtmxHttpRequest, slug: str) -> HttpResponse:
+    membership = membership_for(user=request.user, slug=slug)
+    response = next_in_queue(membership=membership)
+    if response is None:
+        messages.info(request, "Your queue is empty: every case assigned to you is reviewed.")
+        return redirect("project_detail", slug)
+    return redirect("case_detail", slug, response.run.run_id, response.case.case_id)
+
+
+@require_http_methods(["GET", "POST"])
+def run_assign(request: HtmxHttpRequest, slug: str, run_id: str) -> HttpResponse:
+    membership = membership_for(
+        user=request.user, slug=slug, role=Role.LEAD, action="assign cases"
+    )
+    run = run_for_project(project=membership.project, run_id=run_id)
+    responses = list(responses_for_run(run=run))
+    members = list(
+        Membership.objects.filter(project=membership.project)
+        .select_related("user")
+        .order_by("user__username")
+    )
+    if request.method == "POST":
+        reviewer = next(
+            (m.user for m in members if m.user.username == request.POST.get("reviewer")), None
+        )
+        chosen = set(request.POST.getlist("responses"))
+        picked = [r for r in responses if str(r.pk) in chosen]
+        if reviewer is None or not picked:
+            messages.error(request, "Choose a reviewer and at least one case.")
+        else:
+            created = assignment_set(responses=picked, reviewer=reviewer, lead=request.user)
+            messages.success(request, f"Assigned {created} new case(s) to {reviewer.username}.")
+        return redirect("run_assign", slug, run_id)
+    return render(
+        request,
+        "cards/assign.html",
+        {
+            "project": membership.project,
+            "run": run,
+            "responses": responses,
+            "members": members,
+            "assigned": assignments_for_run(run=run),
+        },
+    )
+
+
+@require_GET
+def run_disagreements(request: HtmxHttpRequest, slug: str, run_id: str) -> HttpResponse:
+    membership = membership_for(
+        user=request.user, slug=slug, role=Role.LEAD, action="see disagreements"
+    )
+    run = run_for_project(project=membership.project, run_id=run_id)
+    return render(
+        request,
+        "cards/disagreements.html",
+        {"project": membership.project, "run": run, "items": disagreements(run=run)},
+    )

@@ -1,0 +1,64 @@
+"""Drift: the same ref with another text (SHA-256) in another snapshot of the same project.
+
+The one definition every page, figure, comparison and import uses. Drift is
+derived, never stored: a snapshot is frozen, so a passage's text never changes
+in place; a changed source arrives as a new snapshot with the same ref.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection
+
+from django.db.models import Count, F, OuterRef, QuerySet, Subquery
+
+from evidence.models import Passage
+
+
+def drifted_from(
+    *, project_id: int, snapshot_id: int, refs: Collection[str] | None = None
+) -> QuerySet[Passage]:
+    """Passages of the project's other snapshots whose text differs from this snapshot's text
+    of the same ref, annotated with `mine` (this snapshot's SHA-256). One query.
+
+    A ref this snapshot does not hold is not drift from it: there is nothing to differ from.
+    """
+    mine = Passage.objects.filter(snapshot_id=snapshot_id, ref=OuterRef("ref")).values("sha256")
+    others = Passage.objects.filter(snapshot__project_id=project_id).exclude(
+        snapshot_id=snapshot_id
+    )
+    if refs is not None:
+        others = others.filter(ref__in=list(refs))
+    return (
+        others.annotate(mine=Subquery(mine[:1]))
+        .filter(mine__isnull=False)
+        .exclude(sha256=F("mine"))
+    )
+
+
+def drifted_refs_of(*, snapshot_id: int, project_id: int, refs: Collection[str]) -> set[str]:
+    """The refs among `refs` whose text differs in another snapshot of the project."""
+    if not refs:
+        return set()
+    rows = drifted_from(project_id=project_id, snapshot_id=snapshot_id, refs=refs)
+    return set(rows.values_list("ref", flat=True))
+
+
+def drift_between(*, snapshot_a: int, snapshot_b: int, project_id: int) -> dict[str, tuple]:
+    """Refs held by both snapshots with different texts → (SHA-256 in a, SHA-256 in b)."""
+    if snapshot_a == snapshot_b:
+        return {}
+    rows = drifted_from(project_id=project_id, snapshot_id=snapshot_a).filter(
+        snapshot_id=snapshot_b
+    )
+    return {ref: (old, new) for ref, old, new in rows.values_list("ref", "mine", "sha256")}
+
+
+def project_drifted_refs(*, project_id: int) -> QuerySet:
+    """Every ref of the project with more than one text across its snapshots (`ref` values)."""
+    return (
+        Passage.objects.filter(snapshot__project_id=project_id)
+        .values("ref")
+        .annotate(texts=Count("sha256", distinct=True))
+        .filter(texts__gt=1)
+        .values_list("ref", flat=True)
+    )

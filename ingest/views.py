@@ -1,0 +1,62 @@
+"""The upload page: a lead imports a bundle from the browser."""
+
+from __future__ import annotations
+
+from django.contrib import messages
+from django.http import HttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_http_methods
+from django_htmx.http import HttpResponseClientRedirect
+
+from evidence.access import membership_for
+from evidence.http import HtmxHttpRequest
+from evidence.models import Role
+from ingest.forms import BundleUploadForm
+from ingest.services import BundleInvalid, bundle_import
+
+
+@require_http_methods(["GET", "POST"])
+def bundle_upload(request: HtmxHttpRequest, slug: str) -> HttpResponse:
+    membership = membership_for(user=request.user, slug=slug, role=Role.LEAD, action="import runs")
+    project = membership.project
+    form = BundleUploadForm(request.POST or None, request.FILES or None)
+    problems: list[str] = []
+    summary = None
+    status = 200
+    if request.method == "POST":
+        if form.is_valid():
+            upload = form.cleaned_data["bundle"]
+            try:
+                summary = bundle_import(
+                    stream=upload.file,
+                    project_slug=project.slug,
+                    user=request.user,
+                    source_name=upload.name,
+                    dry_run=form.cleaned_data["dry_run"],
+                    new_expectation_versions=form.cleaned_data["new_expectation_version"],
+                )
+            except BundleInvalid as exc:
+                problems = exc.lines()
+                status = 400
+            else:
+                if not summary.dry_run:
+                    messages.success(
+                        request,
+                        f"Imported run {summary.run_id}: {summary.responses} responses, "
+                        f"{summary.claims} claims.",
+                    )
+                    url = f"/p/{project.slug}/runs/{summary.run_id}/"
+                    if request.htmx:
+                        return HttpResponseClientRedirect(url)
+                    return redirect(url)
+        else:
+            status = 400
+    context = {
+        "project": project,
+        "membership": membership,
+        "form": form,
+        "problems": problems,
+        "summary": summary,
+    }
+    template = "ingest/upload.html#result" if request.htmx else "ingest/upload.html"
+    return render(request, template, context, status=status)

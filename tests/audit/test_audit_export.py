@@ -1,0 +1,642 @@
+"""export_audit and the lead's download: the layout of audit-package.md, the same bytes twice."""
+
+from __future__ import annotations
+
+import csv
+import gc
+import io
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+
+import pytest
+from django.core.management import CommandError, call_command
+from django.db.models import Max
+from django.urls import reverse
+
+from audit.models import AuditExport
+from cards.models import Claim, ClaimRevision, VerdictRevision
+from cards.services import claim_create, claim_revise, verdict_save
+from evidence.canonical import canonical_json, rfc3339, text_sha256
+from evidence.models import Passage
+from replay.models import Citation, Response, Retrieval, Run
+from tests.audit.test_audit_zip import export, manifest, members, rows, sha256
+from tests.conftest import ROOT, bundle_bytes, import_bytes
+from tests.factories import synthetic_bundle
+
+FIXED = {
+    "manifest.json",
+    "README.txt",
+    "verify.py",
+    "schema/bundle.schema.json",
+    "schema/cards.schema.json",
+    "fixture/cases.jsonl",
+    "fixture/passages.jsonl",
+    "cards/cards.jsonl",
+    "cards/cards.csv",
+    "cards/revisions.jsonl",
+}
+
+
+def layout(run_ids: list[str], compare: tuple[str, str] | None = None) -> set[str]:
+    """Every path audit-package.md promises for these runs."""
+    paths = set(FIXED)
+    for run_id in run_ids:
+        paths |= {
+            f"runs/{run_id}/run.json",
+            f"runs/{run_id}/responses.jsonl",
+            f"runs/{run_id}/retrieval.jsonl",
+            f"metrics/{run_id}.json",
+        }
+    if compare:
+        paths.add(f"replay/{compare[0]}__{compare[1]}.json")
+    return paths
+
+
+def all_run_ids() -> list[str]:
+    return sorted(Run.objects.values_list("run_id", flat=True))
+
+
+def command_json(*args: str) -> dict:
+    stdout = io.StringIO()
+    call_command(*args, stdout=stdout)
+    return json.loads(stdout.getvalue())
+
+
+def download_url(query: str = "") -> str:
+    return reverse("audit_export", args=["demo"]) + "?download=1" + query
+
+
+def downloaded(client, query: str = "") -> bytes:
+    response = client.get(download_url(query))
+    assert response.status_code == 200
+    assert response.streaming
+    return b"".join(response.streaming_content)
+
+
+# An export that fails half-way leaves its ZipFile to the garbage collector, which then writes
+# to a closed file (see test_audit_tamper.py::test_a_refused_export_says_one_line_on_stderr).
+# Its echo is collected here, inside these tests, not in whichever test runs next.
+pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+
+
+@pytest.fixture(autouse=True)
+def collect_abandoned_zips() -> Iterator[None]:
+    yield
+    gc.collect()
+
+
+@pytest.fixture(autouse=True)
+def fast_password_hashing(settings) -> None:
+    # The personas are created with a password; the default hasher costs ~0.3 s a user.
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def reviewed(demo_runs, reviewer, second_reviewer, lead) -> Claim:
+    """q017-r1's C-017-2 after local work: two verdicts, a rewrite and an adjudication."""
+    claim = Claim.objects.get(response__run__run_id="q017-r1", key="C-017-2")
+    verdict_save(
+        claim=claim, author=reviewer, support="partial", reason="The window drops a condition.",
+        seen_claim_seq=1, seen_own_seq=None,
+    )  # fmt: skip
+    verdict_save(
+        claim=claim, author=second_reviewer, support="unsupported", reason="Final sale excluded.",
+        seen_claim_seq=1, seen_own_seq=None, contradicts=True,
+    )  # fmt: skip
+    claim_revise(
+        claim=claim, author=reviewer, seen_claim_seq=1, text="Items can be returned in 30 days.",
+        reason="Narrower: only the window.",
+    )  # fmt: skip
+    verdict_save(
+        claim=claim, author=lead, support="supported", reason="D-01: 30 calendar days.",
+        seen_claim_seq=5, seen_own_seq=None, adjudication=True,
+    )  # fmt: skip
+    return claim
+
+
+# --- layout and manifest ----------------------------------------------------------------------
+
+
+def test_the_package_has_every_path_of_the_layout(demo_runs, tmp_path):
+    out = tmp_path / "package.zip"
+    export("--compare", "q017-r1", "q017-r2", out=out)
+    assert set(members(out)) == layout(all_run_ids(), ("q017-r1", "q017-r2"))
+
+
+def test_without_compare_there_is_no_replay_file(demo_runs, tmp_path):
+    out = tmp_path / "package.zip"
+    export(out=out)
+    assert set(members(out)) == layout(all_run_ids())
+
+
+def test_only_the_runs_asked_for_are_exported_and_the_compared_ones(demo_runs, tmp_path):
+    out = tmp_path / "package.zip"
+    export("--run", "pro-plan-r1", "--compare", "q017-r1", "q017-r2", out=out)
+    files = members(out)
+    assert set(files) == layout(["pro-plan-r1", "q017-r1", "q017-r2"], ("q017-r1", "q017-r2"))
+    assert manifest(files)["runs"] == ["pro-plan-r1", "q017-r1", "q017-r2"]
+    assert {row["run_id"] for row in rows(files["cards/cards.jsonl"])} == {"q017-r1", "q017-r2"}
+
+
+def test_the_manifest_lists_every_other_file_with_its_size_and_sha256(demo_runs, tmp_path):
+    out = tmp_path / "package.zip"
+    export("--compare", "q017-r1", "q017-r2", out=out)
+    files = members(out)
+    entries = manifest(files)["files"]
+    assert [e["path"] for e in entries] == [name for name in files if name != "manifest.json"]
+    for entry in entries:
+        assert entry["bytes"] == len(files[entry["path"]]), entry["path"]
+        assert entry["sha256"] == sha256(files[entry["path"]]), entry["path"]
+
+
+def test_the_manifest_names_the_format_project_runs_comparison_and_seals_itself(
+    demo_runs, tmp_path
+):
+    out = tmp_path / "package.zip"
+    export("--compare", "q017-r1", "q017-r2", out=out)
+    document = manifest(members(out))
+    assert document["format"] == "evidence-audit/1"
+    assert document["generator"].startswith("evidence-review ")
+    assert document["project"] == "demo"
+    assert document["runs"] == all_run_ids()
+    assert document["compare"] == ["q017-r1", "q017-r2"]
+    body = {k: v for k, v in document.items() if k != "manifest_sha256"}
+    assert document["manifest_sha256"] == sha256(canonical_json(body))
+
+
+def test_the_readme_says_how_to_verify(demo_runs, tmp_path):
+    out = tmp_path / "package.zip"
+    export(out=out)
+    readme = members(out)["README.txt"].decode("utf-8")
+    assert "python3 verify.py" in readme
+    assert "--id" in readme
+
+
+def test_the_verifier_and_the_bundle_schema_are_the_applications_own(demo_runs, tmp_path):
+    out = tmp_path / "package.zip"
+    export(out=out)
+    files = members(out)
+    assert files["verify.py"] == (ROOT / "audit" / "verify.py").read_bytes()
+    schema = ROOT / "ingest" / "schema" / "bundle.schema.json"
+    assert files["schema/bundle.schema.json"] == schema.read_bytes()
+    assert json.loads(files["schema/cards.schema.json"])["title"].startswith("One row of cards")
+
+
+# --- missing[] --------------------------------------------------------------------------------
+
+
+def test_missing_names_traces_not_imported_and_claims_never_judged(project, tmp_path):
+    lines = synthetic_bundle(run_id="untraced", cases=2, claims=2)
+    answers = [line for line in lines if line["kind"] == "response"]
+    answers[1]["claims"][1]["judgements"] = []
+    import_bytes(bundle_bytes(*lines))
+    out = tmp_path / "package.zip"
+    export(out=out)
+    files = members(out)
+    assert manifest(files)["missing"] == [
+        "cards: untraced/case-1/c1 was never judged",
+        "runs/untraced: trace of case case-0",
+        "runs/untraced: trace of case case-1",
+    ]
+    assert [r["trace"] for r in rows(files["runs/untraced/responses.jsonl"])] == [None, None]
+    card = [r for r in rows(files["cards/cards.jsonl"]) if r["case_id"] == "case-1"][1]
+    assert card["claim_id"] == "c1"
+    verdict = ("support", "reason", "reviewer", "origin", "judged_at", "association")
+    assert {name: card[name] for name in verdict} == dict.fromkeys(verdict)  # not invented
+
+
+def test_a_fully_judged_run_with_traces_misses_nothing(demo_runs, tmp_path):
+    out = tmp_path / "package.zip"
+    export("--run", "q017-r1", out=out)
+    assert manifest(members(out))["missing"] == ["runs/q017-r1: trace of case Q-017"]
+
+
+def test_a_trace_that_was_imported_is_exported_and_not_listed_as_missing(project, tmp_path):
+    lines = synthetic_bundle(run_id="traced", cases=2, claims=1)
+    answers = [line for line in lines if line["kind"] == "response"]
+    trace = {"prompt": "Answer with citations.", "timings": {"retrieve_ms": 12, "gen_ms": 840}}
+    answers[0]["trace"] = trace
+    import_bytes(bundle_bytes(*lines))
+    out = tmp_path / "package.zip"
+    export(out=out)
+    files = members(out)
+    assert manifest(files)["missing"] == ["runs/traced: trace of case case-1"]
+    assert [r["trace"] for r in rows(files["runs/traced/responses.jsonl"])] == [trace, None]
+
+
+def test_retrieval_filters_are_exported_as_imported(project, tmp_path):
+    lines = synthetic_bundle(run_id="filtered", cases=1, claims=1)
+    (answer,) = [line for line in lines if line["kind"] == "response"]
+    answer["retrieved"][0]["filters"] = {"locale": "it", "year": 2026}
+    import_bytes(bundle_bytes(*lines))
+    out = tmp_path / "package.zip"
+    export(out=out)
+    retrieval = rows(members(out)["runs/filtered/retrieval.jsonl"])
+    assert [r["filters"] for r in retrieval] == [{"locale": "it", "year": 2026}, None, None, None]
+
+
+def test_a_claim_split_here_and_not_yet_judged_is_missing_its_verdict(
+    demo_runs, reviewer, tmp_path
+):
+    response = Response.objects.get(run__run_id="q017-r3")
+    claim_create(response=response, author=reviewer, text="Final sale.", spans=[[94, 123]])
+    out = tmp_path / "package.zip"
+    export("--run", "q017-r3", out=out)
+    assert "cards: q017-r3/Q-017/c1 was never judged" in manifest(members(out))["missing"]
+
+
+def test_a_withdrawn_claim_without_verdict_is_not_missing_anything(demo_runs, reviewer, tmp_path):
+    response = Response.objects.get(run__run_id="q017-r3")
+    claim = claim_create(response=response, author=reviewer, text="Dup.", spans=[[94, 123]])
+    claim_revise(claim=claim, author=reviewer, seen_claim_seq=1, withdrawn=True, reason="Dup.")
+    out = tmp_path / "package.zip"
+    export("--run", "q017-r3", out=out)
+    files = members(out)
+    assert not [m for m in manifest(files)["missing"] if m.startswith("cards:")]
+    assert rows(files["cards/cards.jsonl"])[0]["withdrawn"] is True
+
+
+# --- the data files ---------------------------------------------------------------------------
+
+
+def test_cards_carry_the_exact_passage_text_of_every_citation(demo_runs, tmp_path):
+    out = tmp_path / "package.zip"
+    export(out=out)
+    files = members(out)
+    frozen = {(p["snapshot"], p["ref"]): p for p in rows(files["fixture/passages.jsonl"])}
+    cited = 0
+    for card in rows(files["cards/cards.jsonl"]):
+        for citation in card["citations"]:
+            stored = Passage.objects.get(snapshot__name=card["snapshot"], ref=citation["ref"])
+            assert citation["text"] == stored.text
+            assert citation["sha256"] == stored.sha256 == text_sha256(stored.text)
+            assert citation["text"] == frozen[(card["snapshot"], citation["ref"])]["text"]
+            cited += 1
+    assert cited > 10
+    assert any("°" in text for text in (p["text"] for p in frozen.values()))  # UTF-8 kept
+
+
+def test_a_card_citing_a_passage_its_response_never_retrieved_carries_its_text(project, tmp_path):
+    lines = synthetic_bundle(run_id="appendix", cases=1, claims=1)
+    text = "An appendix nobody retrieved: the limit is 12 units."
+    lines.insert(
+        1,
+        {
+            "kind": "passage", "ref": "appendix@v1#a1", "doc_id": "appendix", "version": "v1",
+            "chunk_id": "a1", "text": text, "sha256": text_sha256(text),
+            "version_status": "current",
+        },
+    )  # fmt: skip
+    (answer,) = [line for line in lines if line["kind"] == "response"]
+    answer["claims"][0]["citations"] = ["appendix@v1#a1"]
+    import_bytes(bundle_bytes(*lines))
+    out = tmp_path / "package.zip"
+    export(out=out)
+    files = members(out)
+    (card,) = rows(files["cards/cards.jsonl"])
+    assert card["citations"] == [
+        {"ref": "appendix@v1#a1", "text": text, "sha256": text_sha256(text)}
+    ]
+    assert "appendix@v1#a1" in {p["ref"] for p in rows(files["fixture/passages.jsonl"])}
+
+
+def test_cards_csv_has_the_rows_of_cards_jsonl_with_the_passage_texts(demo_runs, tmp_path):
+    out = tmp_path / "package.zip"
+    export(out=out)
+    files = members(out)
+    cards = rows(files["cards/cards.jsonl"])
+    table = list(csv.DictReader(io.StringIO(files["cards/cards.csv"].decode("utf-8"))))
+    assert [(r["run_id"], r["case_id"], r["claim_id"]) for r in table] == [
+        (c["run_id"], c["case_id"], c["claim_id"]) for c in cards
+    ]
+    for row, card in zip(table, cards, strict=True):
+        assert row["support"] == (card["support"] or "")
+        assert row["citation_texts"] == "\n---\n".join(c["text"] for c in card["citations"])
+
+
+def test_a_card_shows_the_current_verdict_the_adjudication_over_the_reviews(reviewed, tmp_path):
+    out = tmp_path / "package.zip"
+    export("--run", "q017-r1", out=out)
+    card = next(r for r in rows(members(out)["cards/cards.jsonl"]) if r["claim_id"] == "C-017-2")
+    adjudication = reviewed.verdicts.get(seq=6)
+    assert card["text"] == "Items can be returned in 30 days."
+    assert (card["support"], card["reviewer"], card["origin"]) == (
+        "supported",
+        "lead",
+        "adjudication",
+    )
+    assert card["reason"] == "D-01: 30 calendar days."
+    assert card["judged_at"] == rfc3339(adjudication.created_at)
+
+
+def test_revisions_carry_every_claim_and_verdict_revision_of_each_chain_in_order(
+    reviewed, tmp_path
+):
+    out = tmp_path / "package.zip"
+    export(out=out)
+    revisions = rows(members(out)["cards/revisions.jsonl"])
+    stored = set(ClaimRevision.objects.values_list("sha256", flat=True)) | set(
+        VerdictRevision.objects.values_list("sha256", flat=True)
+    )
+    assert len(revisions) == len(stored)
+    assert {r["sha256"] for r in revisions} == stored
+    heads: dict[str, tuple[int, str | None]] = {}
+    for row in revisions:
+        document = {k: v for k, v in row.items() if k != "sha256"}
+        assert row["sha256"] == sha256(canonical_json(document))
+        chain = "/".join((row["project"], row["run_id"], row["case_id"], row["claim_id"]))
+        seq, previous = heads.get(chain, (0, None))
+        assert (row["seq"], row["prev_sha256"]) == (seq + 1, previous)
+        heads[chain] = (row["seq"], row["sha256"])
+    chain = [r for r in revisions if r["claim_id"] == "C-017-2" and r["run_id"] == "q017-r1"]
+    assert [(r["seq"], r["type"], r["author"]) for r in chain] == [
+        (1, "claim_revision", "bundle"),
+        (2, "verdict_revision", "seed-protocol"),
+        (3, "verdict_revision", "alice"),
+        (4, "verdict_revision", "bob"),
+        (5, "claim_revision", "alice"),
+        (6, "verdict_revision", "lead"),
+    ]
+    assert chain[4]["reason"] == "Narrower: only the window."
+    assert manifest(members(out))["chain_heads"]["demo/q017-r1/Q-017/C-017-2"] == (
+        reviewed.verdicts.get(seq=6).sha256
+    )
+
+
+def test_passages_are_every_passage_an_exported_response_retrieved_or_cited(demo_runs, tmp_path):
+    out = tmp_path / "package.zip"
+    export("--run", "q017-r1", "--run", "p7-answer-a", out=out)
+    runs = ["q017-r1", "p7-answer-a"]
+    used = set(
+        Retrieval.objects.filter(response__run__run_id__in=runs).values_list(
+            "passage_id", flat=True
+        )
+    ) | set(
+        Citation.objects.filter(response__run__run_id__in=runs).values_list(
+            "passage_id", flat=True
+        )
+    )
+    expected = {
+        (p.snapshot.name, p.ref, p.text, p.sha256)
+        for p in Passage.objects.filter(pk__in=used).select_related("snapshot")
+    }
+    exported = rows(members(out)["fixture/passages.jsonl"])
+    assert {(p["snapshot"], p["ref"], p["text"], p["sha256"]) for p in exported} == expected
+    assert len(exported) == len(expected)
+
+
+def test_cases_are_the_expectations_the_exported_responses_were_made_against(demo_runs, tmp_path):
+    out = tmp_path / "package.zip"
+    export("--run", "q017-r1", "--run", "pro-plan-r1", out=out)
+    cases = rows(members(out)["fixture/cases.jsonl"])
+    assert [(c["case_id"], c["expectation_version"]) for c in cases] == [
+        ("Q-017", 1),
+        ("q1", 1),
+        ("q2", 1),
+        ("q3", 1),
+    ]
+    q017 = cases[0]
+    assert q017["query"].startswith("Can I return a final-sale item after 30 days")
+    assert {f["fact_id"] for f in q017["required_facts"]} >= {"G1", "G2"}
+
+
+def test_responses_and_retrieval_are_as_imported(demo_runs, tmp_path):
+    out = tmp_path / "package.zip"
+    export("--run", "q017-r1", out=out)
+    files = members(out)
+    (answer,) = rows(files["runs/q017-r1/responses.jsonl"])
+    stored = Response.objects.get(run__run_id="q017-r1")
+    assert answer["text"] == stored.text
+    assert [c["marker"] for c in answer["citations"]] == ["[D-01]", "[D-02]"]
+    assert answer["abstained"] is False
+    retrieval = rows(files["runs/q017-r1/retrieval.jsonl"])
+    assert [(r["rank"], r["ref"], r["score"]) for r in retrieval] == [
+        (1, "D-01@returns-v4#p04", 0.82),
+        (2, "D-02@refunds-v2#p07", 0.77),
+    ]
+    run = json.loads(files["runs/q017-r1/run.json"])
+    assert (run["run_id"], run["collection_snapshot"], run["source_name"]) == (
+        "q017-r1",
+        "store-kb@2026-07",
+        "q017-r1.jsonl",
+    )
+
+
+def test_metrics_equal_what_run_metrics_prints(reviewed, tmp_path):
+    out = tmp_path / "package.zip"
+    export(out=out)
+    files = members(out)
+    for run_id in all_run_ids():
+        figures = command_json("run_metrics", run_id, "--project", "demo", "--json")
+        assert json.loads(files[f"metrics/{run_id}.json"]) == figures, run_id
+
+
+def test_the_comparison_equals_what_compare_runs_prints(reviewed, tmp_path):
+    out = tmp_path / "package.zip"
+    export("--compare", "q017-r1", "q017-r2", out=out)
+    comparison = command_json("compare_runs", "q017-r1", "q017-r2", "--project", "demo")
+    assert json.loads(members(out)["replay/q017-r1__q017-r2.json"]) == comparison
+
+
+# --- package id and created_at ----------------------------------------------------------------
+
+
+def test_the_export_prints_the_package_id_and_records_it(demo_runs, tmp_path):
+    out = tmp_path / "package.zip"
+    printed = export("--run", "q017-r1", out=out)
+    assert printed == sha256(members(out)["manifest.json"])
+    record = AuditExport.objects.get()
+    assert (record.package_id, record.runs, record.exported_by) == (printed, ["q017-r1"], None)
+
+
+def test_the_audit_page_lists_every_exports_package_id(client, lead, demo_runs, tmp_path):
+    first = export("--run", "q017-r1", out=tmp_path / "one.zip")
+    client.force_login(lead)
+    second = sha256(members(downloaded(client, "&run=q017-r2"))["manifest.json"])
+    content = client.get(reverse("audit_export", args=["demo"])).content.decode()
+    assert first in content
+    assert second in content
+    assert AuditExport.objects.get(package_id=second).exported_by == lead
+
+
+def test_created_at_is_the_time_of_the_newest_revision_included(reviewed, tmp_path):
+    out = tmp_path / "package.zip"
+    export("--run", "q017-r1", out=out)
+    newest = max(
+        ClaimRevision.objects.filter(claim__response__run__run_id="q017-r1").aggregate(
+            t=Max("created_at")
+        )["t"],
+        VerdictRevision.objects.filter(claim__response__run__run_id="q017-r1").aggregate(
+            t=Max("created_at")
+        )["t"],
+    )
+    assert newest == reviewed.verdicts.get(seq=6).created_at
+    assert manifest(members(out))["created_at"] == rfc3339(newest)
+
+
+def test_work_outside_the_package_moves_neither_created_at_nor_a_byte(
+    demo_runs, reviewer, tmp_path
+):
+    before = export("--run", "q017-r1", out=tmp_path / "before.zip")
+    response = Response.objects.get(run__run_id="q017-r3")
+    claim = claim_create(response=response, author=reviewer, text="Later.", spans=[[94, 123]])
+    verdict_save(
+        claim=claim, author=reviewer, support="supported", reason="Later work elsewhere.",
+        seen_claim_seq=1, seen_own_seq=None,
+    )  # fmt: skip
+    after = export("--run", "q017-r1", out=tmp_path / "after.zip")
+    assert after == before
+    assert (tmp_path / "after.zip").read_bytes() == (tmp_path / "before.zip").read_bytes()
+
+
+def test_a_new_verdict_in_the_package_moves_created_at_to_its_time(demo_runs, reviewer, tmp_path):
+    export("--run", "q017-r1", out=tmp_path / "before.zip")
+    claim = Claim.objects.get(response__run__run_id="q017-r1", key="C-017-1")
+    verdict = verdict_save(
+        claim=claim, author=reviewer, support="supported", reason="D-01 says so.",
+        seen_claim_seq=1, seen_own_seq=None,
+    )  # fmt: skip
+    export("--run", "q017-r1", out=tmp_path / "after.zip")
+    assert manifest(members(tmp_path / "after.zip"))["created_at"] == rfc3339(verdict.created_at)
+    assert manifest(members(tmp_path / "before.zip"))["created_at"] < rfc3339(verdict.created_at)
+
+
+# --- deterministic ----------------------------------------------------------------------------
+
+
+def test_two_exports_of_the_same_data_are_byte_identical(reviewed, tmp_path):
+    first = export("--compare", "q017-r1", "q017-r2", out=tmp_path / "one.zip")
+    second = export("--compare", "q017-r1", "q017-r2", out=tmp_path / "two.zip")
+    assert first == second
+    assert (tmp_path / "one.zip").read_bytes() == (tmp_path / "two.zip").read_bytes()
+
+
+def test_the_browser_download_is_byte_identical_to_the_command(client, lead, reviewed, tmp_path):
+    out = tmp_path / "package.zip"
+    export("--run", "q017-r1", "--compare", "q017-r1", "q017-r2", out=out)
+    client.force_login(lead)
+    assert downloaded(client, "&run=q017-r1&a=q017-r1&b=q017-r2") == out.read_bytes()
+    every = export(out=tmp_path / "every.zip")
+    assert downloaded(client) == (tmp_path / "every.zip").read_bytes()
+    assert AuditExport.objects.filter(package_id=every).count() == 2
+
+
+def test_exports_in_two_processes_with_other_hash_seeds_are_byte_identical(tmp_path):
+    # Within one process set and dict orders repeat themselves; a fresh interpreter with
+    # another PYTHONHASHSEED is how "exported again next week" really runs.
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"sqlite:///{tmp_path / 'own.sqlite3'}",
+        "DEBUG": "1",
+        "DEMO_PASSWORD": "not-used-here",
+    }
+    env.pop("PYTEST_VERSION", None)
+    manage = [sys.executable, str(ROOT / "manage.py")]
+    subprocess.run([*manage, "migrate", "-v0"], env=env, cwd=ROOT, check=True)
+    subprocess.run([*manage, "load_demo"], env=env, cwd=ROOT, check=True, capture_output=True)
+    printed = []
+    for seed in ("1", "2"):
+        done = subprocess.run(
+            [*manage, "export_audit", "--project", "demo", "--compare", "q017-r1", "q017-r2",
+             "--out", str(tmp_path / f"seed{seed}.zip")],
+            env={**env, "PYTHONHASHSEED": seed}, cwd=ROOT, check=True, capture_output=True,
+            text=True,
+        )  # fmt: skip
+        printed.append(done.stdout.strip())
+    assert printed[0] == printed[1]
+    assert (tmp_path / "seed1.zip").read_bytes() == (tmp_path / "seed2.zip").read_bytes()
+
+
+# --- who may download -------------------------------------------------------------------------
+
+
+def test_a_lead_downloads_a_streamed_zip_named_after_the_project(client, lead, demo_runs):
+    client.force_login(lead)
+    response = client.get(download_url())
+    assert response.status_code == 200
+    assert response.streaming
+    assert response["Content-Type"] == "application/zip"
+    assert response["Content-Disposition"] == 'attachment; filename="audit-demo.zip"'
+    assert set(members(b"".join(response.streaming_content))) == layout(all_run_ids())
+
+
+def test_the_audit_page_offers_every_run_to_a_lead(client, lead, demo_runs):
+    client.force_login(lead)
+    response = client.get(reverse("audit_export", args=["demo"]))
+    assert response.status_code == 200
+    for run_id in all_run_ids():
+        assert f'value="{run_id}"' in response.content.decode()
+
+
+@pytest.mark.parametrize("query", ["", "?download=1", "?download=1&run=q017-r1"])
+def test_a_reviewer_gets_403(client, reviewer, demo_runs, query):
+    client.force_login(reviewer)
+    response = client.get(reverse("audit_export", args=["demo"]) + query)
+    assert response.status_code == 403
+    assert not AuditExport.objects.exists()
+
+
+def test_a_reviewer_gets_403_through_htmx_too(client, reviewer, demo_runs):
+    client.force_login(reviewer)
+    response = client.get(download_url(), headers={"HX-Request": "true"})
+    assert response.status_code == 403
+
+
+@pytest.mark.parametrize("query", ["", "?download=1"])
+def test_an_outsider_gets_404(client, outsider, demo_runs, query):
+    client.force_login(outsider)
+    assert client.get(reverse("audit_export", args=["demo"]) + query).status_code == 404
+    assert not AuditExport.objects.exists()
+
+
+def test_an_anonymous_visitor_is_sent_to_log_in(client, demo_runs):
+    response = client.get(download_url())
+    assert response.status_code == 302
+    assert "login" in response["Location"]
+
+
+def test_an_unknown_run_in_the_download_comes_back_with_a_message(client, lead, demo_runs):
+    client.force_login(lead)
+    response = client.get(download_url("&run=nope"), follow=True)
+    assert response.redirect_chain[-1][0] == reverse("audit_export", args=["demo"])
+    assert "run &#x27;nope&#x27; does not exist" in response.content.decode()
+    assert not AuditExport.objects.exists()
+
+
+# --- the command's contract -------------------------------------------------------------------
+
+
+def test_an_unknown_project_or_run_is_a_clean_error_and_writes_nothing(demo_runs, tmp_path):
+    out = tmp_path / "package.zip"
+    with pytest.raises(CommandError, match="project 'nope' does not exist") as caught:
+        export(out=out, project="nope")
+    assert caught.value.returncode == 1
+    with pytest.raises(CommandError, match="run 'nope' does not exist"):
+        export("--run", "nope", out=out)
+    with pytest.raises(CommandError, match="run 'nope' does not exist"):
+        export("--compare", "q017-r1", "nope", out=out)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_an_out_path_in_a_missing_directory_is_a_clean_error(demo_runs, tmp_path):
+    with pytest.raises(CommandError):
+        export(out=tmp_path / "no-such-directory" / "package.zip")
+
+
+def test_the_command_overwrites_an_older_package_at_the_same_path(demo_runs, tmp_path):
+    out = tmp_path / "package.zip"
+    out.write_bytes(b"an older file")
+    export("--run", "q017-r1", out=out)
+    assert set(members(out)) == layout(["q017-r1"])
+    assert [p.name for p in tmp_path.iterdir()] == ["package.zip"]  # no .partial left behind
+
+
+def test_a_run_id_of_dots_is_refused_at_import_so_no_path_escapes_its_folder(project):
+    from ingest.services import BundleInvalid
+
+    with pytest.raises(BundleInvalid) as refused:
+        import_bytes(bundle_bytes(*synthetic_bundle(run_id="..", cases=1)))
+    assert "line 1: /run_id: a run id of dots only" in refused.value.lines()[0]
