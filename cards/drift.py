@@ -1,4 +1,5 @@
-"""Drift: the same ref with another text in another snapshot of a project."""
+"""The drift page: refs with several texts across a project's snapshots (evidence.drift), their
+word diffs, and the claims whose current citations rest on an older text."""
 
 from __future__ import annotations
 
@@ -6,11 +7,12 @@ import difflib
 from dataclasses import dataclass
 
 from django.db import connection
-from django.db.models import Count, Q
+from django.db.models import Q
 from django.utils.html import escape
 from django.utils.safestring import SafeString, mark_safe
 
 from cards.models import ClaimRevision
+from evidence.drift import project_drifted_refs
 from evidence.models import Passage, Project
 
 
@@ -49,13 +51,7 @@ class DriftedRef:
 
 def drifted_refs(*, project: Project) -> list[DriftedRef]:
     """Every ref with more than one text across the project's snapshots, and the claims at risk."""
-    refs = (
-        Passage.objects.filter(snapshot__project=project)
-        .values("ref")
-        .annotate(texts=Count("sha256", distinct=True))
-        .filter(texts__gt=1)
-        .values_list("ref", flat=True)
-    )
+    refs = project_drifted_refs(project_id=project.pk)
     versions: dict[str, list[Version]] = {}
     seen: dict[str, set[str]] = {}
     snapshot_sha: dict[tuple[int, str], str] = {}

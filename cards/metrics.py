@@ -23,6 +23,7 @@ from cards.models import ClaimRevision, Origin, VerdictRevision
 from cards.prechecks import ClaimFacts, PassageFacts, ResponseFacts, prechecks
 from cards.progress import latest_review_complete
 from cards.stats import Proportion
+from evidence.drift import drifted_refs_of
 from evidence.models import Passage
 from replay.models import Citation, Response, Retrieval, Run
 
@@ -479,13 +480,10 @@ def _facts(row: tuple) -> PassageFacts:
 
 def _drifted(run: Run, passages: dict[int, tuple]) -> frozenset[str]:
     """Refs of this run whose text differs in another snapshot of the project (one query)."""
-    mine = {ref: digest for ref, _, _, _, digest, _ in passages.values()}
-    others = (
-        Passage.objects.filter(snapshot__project_id=run.project_id, ref__in=list(mine))
-        .exclude(snapshot_id=run.snapshot_id)
-        .values_list("ref", "sha256")
+    refs = {ref for ref, *_ in passages.values()}
+    return frozenset(
+        drifted_refs_of(snapshot_id=run.snapshot_id, project_id=run.project_id, refs=refs)
     )
-    return frozenset(ref for ref, digest in others if digest != mine[ref])
 
 
 class Totals:

@@ -12,6 +12,7 @@ from cards.blind import blind_for
 from cards.models import Assignment, Claim, ClaimRevision, Origin, VerdictRevision
 from cards.prechecks import ClaimFacts, PassageFacts, ResponseFacts, prechecks
 from cards.progress import latest_review_complete, reviewed_condition
+from evidence.drift import drifted_from
 from evidence.models import Membership, Passage
 from replay.models import Citation, Response, Retrieval, Run
 
@@ -111,7 +112,7 @@ def review_page(*, run: Run, case_id: str, membership: Membership) -> ReviewPage
     for citation in citations:
         passages.setdefault(citation.passage.ref, citation.passage)
     cited_refs = {c.passage.ref for c in citations}
-    drifted = _drifted_refs(run=run, refs=set(passages), passages=passages)
+    drifted = _drifted_refs(run=run, refs=set(passages))
 
     viewer = membership.user
     blind = blind_for(membership)
@@ -196,22 +197,20 @@ def _facts(passage: Passage) -> PassageFacts:
     return PassageFacts(passage.ref, frozenset(passage.numbers.split()), passage.version_status)
 
 
-def _drifted_refs(*, run: Run, refs: set[str], passages: dict[str, Passage]) -> dict[str, str]:
+def _drifted_refs(*, run: Run, refs: set[str]) -> dict[str, str]:
     """Refs whose text differs in another snapshot of the project → the newest such snapshot
     when it is newer than this run's ("" when only older ones differ). One query."""
     if not refs:
         return {}
     others = (
-        Passage.objects.filter(snapshot__project_id=run.project_id, ref__in=refs)
-        .exclude(snapshot_id=run.snapshot_id)
+        drifted_from(project_id=run.project_id, snapshot_id=run.snapshot_id, refs=refs)
         .order_by("snapshot__created_at", "snapshot_id")
-        .values_list("ref", "sha256", "snapshot__name", "snapshot__created_at")
+        .values_list("ref", "snapshot__name", "snapshot__created_at")
     )
     mine = run.snapshot.created_at
     drifted: dict[str, str] = {}
-    for ref, digest, name, created in others:
-        if digest != passages[ref].sha256:
-            drifted[ref] = name if created > mine else drifted.get(ref, "")
+    for ref, name, created in others:
+        drifted[ref] = name if created > mine else drifted.get(ref, "")
     return drifted
 
 

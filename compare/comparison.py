@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from django.core.cache import cache
-from django.db.models import Max, OuterRef, Subquery
+from django.db.models import Max
 
 from cards.metrics import (
     CLAIM_FIGURES,
@@ -27,7 +27,8 @@ from cards.metrics import (
 )
 from cards.models import ClaimRevision, ResponseReview, VerdictRevision
 from cards.stats import Proportion
-from evidence.models import Expectation, Passage
+from evidence.drift import drift_between
+from evidence.models import Expectation
 from replay.models import Run
 
 ORDER = {"absent": 0, "unsupported": 1, "partial": 2, "supported": 3}
@@ -168,26 +169,12 @@ def match_claims(a: list[ClaimState], b: list[ClaimState]) -> tuple[list, list, 
     return matched, only_a, only_b
 
 
-def _drift(run_a: Run, run_b: Run) -> dict[str, tuple[str, str]]:
-    """Refs whose text differs between the two runs' snapshots (one query)."""
-    if run_a.snapshot_id == run_b.snapshot_id:
-        return {}
-    other = Passage.objects.filter(snapshot_id=run_b.snapshot_id, ref=OuterRef("ref")).exclude(
-        sha256=OuterRef("sha256")
-    )
-    rows = (
-        Passage.objects.filter(snapshot_id=run_a.snapshot_id)
-        .annotate(other_sha=Subquery(other.values("sha256")[:1]))
-        .filter(other_sha__isnull=False)
-        .values_list("ref", "sha256", "other_sha")
-    )
-    return {ref: (old, new) for ref, old, new in rows}
-
-
 def compare_runs(*, run_a: Run, run_b: Run, source: Source = Source()) -> Comparison:  # noqa: B008
     figures_a = run_metrics(run=run_a, source=source, keep_details=True)
     figures_b = run_metrics(run=run_b, source=source, keep_details=True)
-    drift = _drift(run_a, run_b)
+    drift = drift_between(
+        snapshot_a=run_a.snapshot_id, snapshot_b=run_b.snapshot_id, project_id=run_a.project_id
+    )
     changed = {
         d.expectation_id
         for case_id, d in figures_a.details.items()

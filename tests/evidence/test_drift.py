@@ -1,0 +1,65 @@
+"""evidence.drift: the one definition of drift (metrics.md `passage_drift`, the comparison's
+`passage_drift` reason, the drift page and the import summary all read it)."""
+
+from __future__ import annotations
+
+import pytest
+
+from evidence.canonical import text_sha256
+from evidence.drift import drift_between, drifted_from, drifted_refs_of, project_drifted_refs
+from evidence.models import Passage, Project, Snapshot
+
+pytestmark = pytest.mark.django_db
+
+
+def _passage(snapshot: Snapshot, ref: str, text: str) -> Passage:
+    doc, rest = ref.split("@")
+    version, chunk = rest.split("#")
+    return Passage.objects.create(
+        snapshot=snapshot, ref=ref, doc_id=doc, version=version, chunk_id=chunk, text=text,
+        sha256=text_sha256(text),
+    )  # fmt: skip
+
+
+@pytest.fixture
+def snapshots():
+    project = Project.objects.create(slug="p", name="P")
+    old = Snapshot.objects.create(project=project, name="2026-01")
+    new = Snapshot.objects.create(project=project, name="2026-02")
+    _passage(old, "D@v1#a", "Returns within 30 days.")
+    _passage(new, "D@v1#a", "Returns within 14 days.")  # drifted
+    _passage(old, "D@v1#b", "Same text.")
+    _passage(new, "D@v1#b", "Same text.")  # identical: not drift
+    _passage(new, "D@v1#c", "Only in the new snapshot.")  # nothing to differ from
+    elsewhere = Project.objects.create(slug="q", name="Q")
+    _passage(Snapshot.objects.create(project=elsewhere, name="x"), "D@v1#b", "Other project.")
+    return project, old, new
+
+
+def test_a_ref_with_another_text_in_another_snapshot_is_drift(snapshots):
+    project, old, new = snapshots
+    rows = drifted_from(project_id=project.pk, snapshot_id=old.pk)
+    assert [(p.ref, p.snapshot_id, p.mine) for p in rows] == [
+        ("D@v1#a", new.pk, text_sha256("Returns within 30 days."))
+    ]
+
+
+def test_the_same_text_a_missing_ref_and_another_project_are_not_drift(snapshots):
+    project, old, new = snapshots
+    assert drifted_refs_of(
+        snapshot_id=new.pk, project_id=project.pk, refs=["D@v1#a", "D@v1#b", "D@v1#c"]
+    ) == {"D@v1#a"}
+    assert drifted_refs_of(snapshot_id=new.pk, project_id=project.pk, refs=[]) == set()
+
+
+def test_drift_between_two_snapshots_names_both_hashes_in_order(snapshots):
+    project, old, new = snapshots
+    assert drift_between(snapshot_a=old.pk, snapshot_b=new.pk, project_id=project.pk) == {
+        "D@v1#a": (text_sha256("Returns within 30 days."), text_sha256("Returns within 14 days."))
+    }
+    assert drift_between(snapshot_a=old.pk, snapshot_b=old.pk, project_id=project.pk) == {}
+
+
+def test_a_projects_drifted_refs_are_those_with_several_texts(snapshots):
+    project, _, _ = snapshots
+    assert list(project_drifted_refs(project_id=project.pk)) == ["D@v1#a"]
