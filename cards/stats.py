@@ -58,6 +58,11 @@ class Proportion:
     def value(self) -> float | None:
         return self.k / self.n if self.n else None
 
+    @property
+    def interval(self) -> tuple[float, float] | None:
+        """The 95 % Wilson interval; None when the ratio is undefined."""
+        return wilson(self.k, self.n) if self.n else None
+
     def as_json(self) -> dict | None:
         if not self.n:
             return None

@@ -22,7 +22,6 @@ from cards.dashboard import (
 )
 from cards.metrics import Source, run_metrics
 from cards.models import Support
-from cards.stats import wilson
 from evidence.access import membership_for
 from evidence.http import HtmxHttpRequest
 from replay.selectors import run_for_project
@@ -73,9 +72,6 @@ def run_figures(
         "source": source,
         "annotators": annotators,
         "agreement": agreement,
-        "agreement_interval": (
-            wilson(agreement.raw.k, agreement.raw.n) if agreement.raw.defined else None
-        ),
         "labels": [label for label, _ in Support.choices],
         "bar": verdict_bar(figures),
         "verdict_counts": verdict_counts(figures),

@@ -96,4 +96,5 @@ def test_the_dashboard_shows_agreement_between_chosen_annotators(
     assert (agreement.raw.k, agreement.raw.n) == (3, 4)  # seed-protocol says partial on C-017-2
     content = response.content.decode()
     assert "all agree on <strong>3 / 4</strong>" in content
+    assert "95 % interval 0.30 – 0.95" in content  # Wilson for 3/4 (cli.md's example)
     assert "Cohen" in content and "read both reasons and adjudicate" in content
