@@ -21,7 +21,7 @@ from django.db.models.functions import Cast
 
 from cards.models import ClaimRevision, Origin, VerdictRevision
 from cards.prechecks import ClaimFacts, PassageFacts, ResponseFacts, prechecks
-from cards.progress import latest_review_complete
+from cards.progress import is_reviewed, latest_review_complete
 from cards.stats import Proportion
 from evidence.drift import drifted_refs_of
 from evidence.models import Passage
@@ -439,7 +439,7 @@ def iter_response_figures(
         facts, relevant, gaps = _decoded(facts), _decoded(relevant), _decoded(gaps)
         expectation = {"required_facts": facts, "relevant_refs": relevant, "known_gaps": gaps}
         claim_list = list(claims.values())
-        reviewed = bool(complete) or (abstained and not text)
+        reviewed = is_reviewed(complete=complete, abstained=abstained, text=text)
         figures = response_figures(
             reviewed=reviewed, expectation=expectation,
             claims=claim_list, ranked=ranked, doc_of=doc_of, source=source,

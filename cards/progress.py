@@ -27,9 +27,15 @@ def latest_review_complete() -> Coalesce:
     return Coalesce(Subquery(newest.values("complete")[:1]), Value(False))
 
 
-def reviewed_condition() -> Q:
+def is_reviewed(*, complete: bool | None, abstained: bool, text: str) -> bool:
     """A response counts as reviewed when its decomposition is marked complete, or when
-    the system abstained with no text at all (metrics.md)."""
+    the system abstained with no text at all (metrics.md). `reviewed_condition` is the
+    same rule for the database; a test holds the two together."""
+    return bool(complete) or (abstained and not text)
+
+
+def reviewed_condition() -> Q:
+    """`is_reviewed` as a filter on responses annotated with `review_complete`."""
     return Q(review_complete=True) | Q(abstained=True, text="")
 
 
