@@ -62,6 +62,7 @@ class ReviewPage:
     unplaced_citations: list[Citation]
     retrieved: list[Retrieval]
     cited_only: list[Passage]
+    claim_cited_only: list[Passage]  # cited by a current claim, neither retrieved nor marked
     cited_refs: set[str]
     relevant_refs: set[str]
     expected_refs: set[str]
@@ -111,6 +112,14 @@ def review_page(*, run: Run, case_id: str, membership: Membership) -> ReviewPage
     for citation in citations:
         passages.setdefault(citation.passage.ref, citation.passage)
     cited_refs = {c.passage.ref for c in citations}
+    # A claim may cite a passage its response neither retrieved nor marked (bundle.md): its
+    # card shows it and its pre-checks read it. One more query, only when there is one.
+    claim_refs = {ref: None for claim in claims for ref in claim.revisions.all()[0].citations}
+    if set(claim_refs) - set(passages):
+        for passage in Passage.objects.filter(
+            snapshot_id=run.snapshot_id, ref__in=set(claim_refs) - set(passages)
+        ):
+            passages[passage.ref] = passage
     drifted = _drifted_refs(run=run, refs=set(passages), passages=passages)
 
     viewer = membership.user
@@ -180,6 +189,11 @@ def review_page(*, run: Run, case_id: str, membership: Membership) -> ReviewPage
             passages[r]
             for r in dict.fromkeys(c.passage.ref for c in citations)
             if r not in retrieved_refs
+        ],
+        claim_cited_only=[
+            passages[r]
+            for r in claim_refs
+            if r in passages and r not in retrieved_refs and r not in cited_refs
         ],
         cited_refs=cited_refs,
         relevant_refs=set(expectation.relevant_refs),

@@ -84,6 +84,15 @@ def test_the_case_page_shows_each_card_with_its_form(alice, claim):
     assert '<input type="hidden" name="seen_claim_seq" value="1"' in content
 
 
+def test_the_card_shows_the_passage_a_claim_cites_though_its_response_never_retrieved_it(
+    alice, aside_claim
+):
+    content = alice.get(_case_url("aside-r1", "A-1")).content.decode()
+    content = content[content.index('id="card-c1"') :]
+    assert "no citation attached" not in content
+    assert "Returns are accepted within 30 days of delivery." in content
+
+
 def test_imported_judgements_are_shown_as_imported_never_as_a_local_reviewer(
     client, reviewer, demo_runs
 ):
