@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from django.db.models import Exists, OuterRef, Prefetch, Q, Subquery
@@ -70,6 +71,11 @@ class ReviewPage:
     response_hints: dict[str, list[str]]
     review_complete: bool
     blind: bool
+
+    @property
+    def attachable(self) -> list[Passage]:
+        """The passages a claim revision offers to attach: every one this page shows."""
+        return [row.passage for row in self.retrieved] + self.cited_only + self.claim_cited_only
 
     def card(self, key: str) -> Card:
         for card in self.cards:
@@ -227,6 +233,24 @@ def _drifted_refs(*, run: Run, refs: set[str], passages: dict[str, Passage]) -> 
         if digest != passages[ref].sha256:
             drifted[ref] = name if created > mine else drifted.get(ref, "")
     return drifted
+
+
+def citable_refs(*, response: Response, among: Iterable[str]) -> set[str]:
+    """Those of `among` that a claim of this response may cite: the passages of the collection
+    snapshot its run searched.
+
+    A bundle's claim may cite any passage the bundle declares, retrieved or not (bundle.md),
+    and every declared passage is stored in the run's snapshot; a reviewer may attach the
+    same. One query over the refs asked about, never the whole snapshot.
+    """
+    refs = set(among)
+    if not refs:
+        return set()
+    return set(
+        Passage.objects.filter(snapshot_id=response.run.snapshot_id, ref__in=refs).values_list(
+            "ref", flat=True
+        )
+    )
 
 
 def claim_for(*, run: Run, case_id: str, key: str) -> tuple[Claim, ClaimRevision]:

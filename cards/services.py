@@ -35,6 +35,7 @@ from cards.models import (
     Support,
     VerdictRevision,
 )
+from cards.selectors import citable_refs
 from evidence.models import Membership
 from replay.models import Response
 
@@ -145,12 +146,6 @@ def _filler(char: str) -> bool:
     return char.isspace() or unicodedata.category(char).startswith("P")
 
 
-def _allowed_refs(response: Response) -> set[str]:
-    refs = set(response.retrieved.values_list("passage__ref", flat=True))
-    refs.update(response.citations.values_list("passage__ref", flat=True))
-    return refs
-
-
 def _check_links(response: Response, *, facts, gaps, citations) -> None:
     expectation = response.expectation
     unknown_facts = set(facts) - set(expectation.fact_ids)
@@ -163,10 +158,13 @@ def _check_links(response: Response, *, facts, gaps, citations) -> None:
         raise ValidationError(
             {"gaps": f"Not a known gap of this case: {', '.join(sorted(unknown_gaps))}."}
         )
-    unknown_refs = set(citations) - _allowed_refs(response)
+    unknown_refs = set(citations) - citable_refs(response=response, among=citations)
     if unknown_refs:
         raise ValidationError(
-            {"citations": f"Not a passage of this response: {', '.join(sorted(unknown_refs))}."}
+            {
+                "citations": "Not a passage of the snapshot this run searched: "
+                f"{', '.join(sorted(unknown_refs))}."
+            }
         )
 
 

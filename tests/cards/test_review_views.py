@@ -12,6 +12,7 @@ from cards.models import Claim, ClaimRevision, Origin, ResponseReview, VerdictRe
 from cards.services import claim_revise
 from tests.cards.conftest import (
     D01,
+    OLD_POLICY,
     judge,
     loaded_form,
     page_for,
@@ -235,6 +236,19 @@ def test_a_revision_by_form_post_redirects_to_its_card(alice, claim):
     assert response["Location"] == f"{CASE}#card-{claim.key}"
     assert flashes(response) == [f"Claim {claim.key} revised."]
     assert claim.revisions.count() == 2
+
+
+def test_a_rewrite_through_the_form_keeps_a_citation_the_response_never_retrieved(
+    alice, aside_claim
+):
+    url = _case_url("aside-r1", "A-1")
+    form = alice.get(url, {"revise": "c1"}, **HTMX).content.decode()
+    assert f'name="citations" value="{OLD_POLICY}" checked' in form
+    # What the browser sends: the ticked boxes, the rest of the form unchanged.
+    data = revise_data(text="30 days.", spans="0-34", facts=["G1"], citations=[OLD_POLICY])
+    response = alice.post(_case_url("aside-r1", "A-1", "claim_change", "c1"), data, **HTMX)
+    assert response.status_code == 200
+    assert aside_claim.revisions.order_by("-seq").first().citations == [OLD_POLICY]
 
 
 def test_a_withdrawal_by_form_post_needs_a_reason(alice, claim):
