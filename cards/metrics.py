@@ -22,6 +22,7 @@ from django.db.models.functions import Cast
 from cards.models import ClaimRevision, Origin, VerdictRevision
 from cards.prechecks import ClaimFacts, PassageFacts, ResponseFacts, prechecks
 from cards.progress import latest_review_complete
+from cards.rules import default_association
 from cards.stats import Proportion
 from evidence.models import Passage
 from replay.models import Citation, Response, Retrieval, Run
@@ -159,7 +160,7 @@ def choose(claim: ClaimState, source: Source) -> VerdictView | None:
 
 
 def _default_association(claim: ClaimState) -> str:
-    return "attached" if claim.citations else "missing"
+    return default_association(claim.citations)
 
 
 def response_figures(

@@ -35,6 +35,7 @@ from cards.models import (
     Support,
     VerdictRevision,
 )
+from cards.rules import association_problem, default_association
 from cards.selectors import citable_refs
 from evidence.models import Membership
 from replay.models import Response
@@ -298,9 +299,11 @@ def verdict_save(
     if set(relevance) - set(current.citations) or set(relevance.values()) - set(Relevance.values):
         errors["citation_relevance"] = "Relevance is judged only for the claim's citations."
     if association is None:
-        association = Association.ATTACHED if current.citations else Association.MISSING
+        association = default_association(current.citations)
     if association not in Association.values:
         errors["association"] = "A citation is attached or missing."
+    elif problem := association_problem(association, current.citations):
+        errors["association"] = f"The citation {problem}: relink the claim first."
     if current.withdrawn:
         errors["support"] = "This claim was withdrawn; it takes no verdict."
     if errors:

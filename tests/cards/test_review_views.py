@@ -381,6 +381,21 @@ def test_a_verdict_the_service_refuses_shows_its_message_in_the_card(alice, clai
     assert not claim.verdicts.exists()
 
 
+def test_an_association_against_the_claims_citations_is_refused_in_the_card(alice, claim):
+    data = loaded_form(alice, "q017-r3", "Q-017", claim.key)
+    response = alice.post(
+        verdict_url("q017-r3", "Q-017", claim.key),
+        {**data, "support": "unsupported", "reason": "Misplaced.", "association": "missing"},
+        **HTMX,
+    )
+    assert response.status_code == 400
+    assert (
+        '<p class="error" role="alert">The citation is missing, but the claim has citations: '
+        "relink the claim first.</p>"
+    ) in response.content.decode()
+    assert not claim.verdicts.exists()
+
+
 def test_a_stale_verdict_by_form_post_is_409_with_the_reason_kept(alice, claim, second_reviewer):
     data = loaded_form(alice, "q017-r3", "Q-017", claim.key)
     claim_revise(claim=claim, author=second_reviewer, seen_claim_seq=1, text="B.", reason="B.")
