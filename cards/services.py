@@ -21,7 +21,7 @@ from django.db import transaction
 from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
-from cards.chain import claim_revision_document, seal, verdict_revision_document
+from cards.chain import claim_revision, verdict_revision
 from cards.models import (
     Assignment,
     Association,
@@ -174,19 +174,13 @@ def _append_claim_revision(
     spans: list, citations: list[str], facts: list[str], gaps: list[str], withdrawn: bool,
     reason: str,
 ) -> ClaimRevision:  # fmt: skip
-    now = timezone.now()
-    document = claim_revision_document(
+    sealed = claim_revision(
         **_identity(claim), seq=head.seq + 1, text=text, kind=kind, spans=spans,
         citations=citations, facts=facts, gaps=gaps, withdrawn=withdrawn, reason=reason,
-        annotator=author.get_username(), origin=Origin.REVIEW, created_at=now,
-        prev_sha256=head.sha256,
+        author_id=author.pk, annotator=author.get_username(), origin=Origin.REVIEW,
+        created_at=timezone.now(), prev_sha256=head.sha256,
     )  # fmt: skip
-    return ClaimRevision.objects.create(
-        claim=claim, seq=head.seq + 1, text=text, kind=kind, spans=spans, citations=citations,
-        facts=facts, gaps=gaps, withdrawn=withdrawn, reason=reason, author=author,
-        annotator=author.get_username(), origin=Origin.REVIEW, created_at=now,
-        prev_sha256=head.sha256, sha256=seal(document),
-    )  # fmt: skip
+    return ClaimRevision.objects.create(claim=claim, **sealed.row)
 
 
 @transaction.atomic
@@ -321,21 +315,15 @@ def verdict_save(
         )
     if adjudication and seen_head_seq is not None and head.seq != seen_head_seq:
         raise StaleCard("A verdict arrived since you opened this claim; read it, then adjudicate.")
-    now = timezone.now()
-    seq = head.seq + 1
-    document = verdict_revision_document(
-        **_identity(claim), seq=seq, annotator=author.get_username(), origin=origin,
-        association=association, support=support, contradicts=contradicts,
-        reason=reason.strip(), diagnosis=diagnosis, citation_relevance=relevance, note=note,
-        stated_at=None, supersedes=mine.seq if mine else None, created_at=now,
-        prev_sha256=head.sha256,
+    sealed = verdict_revision(
+        **_identity(claim), seq=head.seq + 1, author_id=author.pk,
+        annotator=author.get_username(), origin=origin, association=association,
+        support=support, contradicts=contradicts, reason=reason.strip(), diagnosis=diagnosis,
+        citation_relevance=relevance, note=note, stated_at=None,
+        supersedes_id=mine.pk if mine else None, supersedes_seq=mine.seq if mine else None,
+        created_at=timezone.now(), prev_sha256=head.sha256,
     )  # fmt: skip
-    return VerdictRevision.objects.create(
-        claim=claim, seq=seq, author=author, annotator=author.get_username(), origin=origin,
-        association=association, support=support, contradicts=contradicts,
-        reason=reason.strip(), diagnosis=diagnosis, citation_relevance=relevance, note=note,
-        supersedes=mine, created_at=now, prev_sha256=head.sha256, sha256=seal(document),
-    )  # fmt: skip
+    return VerdictRevision.objects.create(claim=claim, **sealed.row)
 
 
 @transaction.atomic
