@@ -23,6 +23,8 @@ LABEL_TITLES = {
     "supported": "Supported", "partial": "Partial", "unsupported": "Unsupported",
     "not_assessable": "Not assessable", "unreviewed": "Unreviewed", "no_consensus": "No consensus",
 }  # fmt: skip
+# The proportions of each k, in the order of metrics.md.
+RETRIEVAL_PROPORTIONS = ("passage_recall", "doc_recall", "fact_evidence_recall")
 WIDTH = 400  # the drawing width of bars and interval plots, in SVG units
 
 
@@ -145,9 +147,17 @@ def sample_size_help(*, margin: float, confidence: float, current_n: int) -> Sam
 
 
 def figures_csv(figures: RunFigures) -> str:
-    """One row per response: each proportion as k and n (never only a percentage)."""
-    first = figures.per_response[0] if figures.per_response else {}
-    proportions = [k for k, v in first.items() if isinstance(v, Proportion) or k in CLAIM_FIGURES]
+    """One row per response: each proportion as k and n (never only a percentage).
+
+    The columns are those of every response, not of the first: recall@k exists for
+    k = len(retrieved), which differs between responses. Undefined (n = 0, or no such k
+    for this response) is an empty cell, as it is null in the JSON.
+    """
+    ks = sorted(
+        {int(name.split("@")[1]) for r in figures.per_response for name in r if "recall@" in name}
+    )
+    retrieval = [f"{name}@{k}" for k in ks for name in RETRIEVAL_PROPORTIONS]
+    proportions = [*CLAIM_FIGURES, *retrieval]
     header = ["case_id", "status", "claims", *(f"verdicts_{label}" for label in LABEL_TITLES)]
     for name in proportions:
         header += [f"{name}_k", f"{name}_n"]
@@ -166,7 +176,7 @@ def figures_csv(figures: RunFigures) -> str:
         ]
         for name in proportions:
             value = r.get(name)
-            row += [value.k, value.n] if isinstance(value, Proportion) else ["", ""]
+            row += [value.k, value.n] if isinstance(value, Proportion) and value.n else ["", ""]
         codes = sorted(r["prechecks"]["response"]) + sorted(
             {c for codes in r["prechecks"]["claims"].values() for c in codes}
         )

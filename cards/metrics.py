@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import itertools
 import json
+import math
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -22,6 +23,7 @@ from django.db.models.functions import Cast
 from cards.models import ClaimRevision, Origin, VerdictRevision
 from cards.prechecks import ClaimFacts, PassageFacts, ResponseFacts, prechecks
 from cards.progress import is_reviewed, latest_review_complete
+from cards.rules import default_association
 from cards.stats import Proportion
 from evidence.drift import drifted_refs_of
 from evidence.models import Passage
@@ -160,7 +162,7 @@ def choose(claim: ClaimState, source: Source) -> VerdictView | None:
 
 
 def _default_association(claim: ClaimState) -> str:
-    return "attached" if claim.citations else "missing"
+    return default_association(claim.citations)
 
 
 def response_figures(
@@ -244,7 +246,9 @@ def _retrieval_figures(ranked, relevant, facts, doc_of) -> dict[str, Any]:
     for rank, ref in enumerate(refs, start=1):
         first.setdefault(ref, rank)
         first_doc.setdefault(doc_of.get(ref) or ref.split("@", 1)[0], rank)
-    never = len(refs) + 1
+    # Past every k, however short the list: len(refs) + 1 would count as found at a k
+    # beyond the list's end (k = 1 for an empty list, 4 for a list of 3).
+    never = math.inf
     relevant_ranks = [first.get(r, never) for r in relevant]
     docs = {doc_of.get(r) or r.split("@", 1)[0] for r in relevant}
     doc_ranks = [first_doc.get(doc, never) for doc in docs]
@@ -337,14 +341,12 @@ def iter_response_figures(
     )
     passage_ids = Retrieval.objects.filter(response__run=run).values("passage_id")
     cited_ids = Citation.objects.filter(response__run=run).values("passage_id")
-    passages: dict[int, tuple] = {
-        pk: (ref, doc_id, status, frozenset(numbers.split()), digest, snapshot_id)
-        for pk, ref, doc_id, status, numbers, digest, snapshot_id in Passage.objects.filter(
-            Q(pk__in=passage_ids) | Q(pk__in=cited_ids)
-        ).values_list("pk", "ref", "doc_id", "version_status", "numbers", "sha256", "snapshot_id")
-    }
+    passages = _passages(Passage.objects.filter(Q(pk__in=passage_ids) | Q(pk__in=cited_ids)))
+    passages.update(_claim_cited_passages(run, known={row[0] for row in passages.values()}))
     drifted = _drifted(run, passages)
     facts_of = {pk: _facts(row) for pk, row in passages.items()}  # built once per passage
+    # Refs are unique within the run's snapshot, so one map serves every response's checks.
+    facts_by_ref = {facts.ref: facts for facts in facts_of.values()}
     doc_of = {ref: doc for ref, doc, *_ in passages.values()}
     retrievals = Lockstep(
         Retrieval.objects.filter(response__run=run)
@@ -433,9 +435,6 @@ def iter_response_figures(
                 )
         ranked = [facts_of[pid] for _, pid in retrievals.take(pk)]
         cited_rows = citations.take(pk)
-        known = {p.ref: p for p in ranked}
-        for _, pid, _, _ in cited_rows:
-            known.setdefault(passages[pid][0], facts_of[pid])
         facts, relevant, gaps = _decoded(facts), _decoded(relevant), _decoded(gaps)
         expectation = {"required_facts": facts, "relevant_refs": relevant, "known_gaps": gaps}
         claim_list = list(claims.values())
@@ -450,7 +449,7 @@ def iter_response_figures(
                 marker_spans=[(s, e) for _, _, s, e in cited_rows if s is not None],
                 cited_refs=[passages[pid][0] for _, pid, _, _ in cited_rows],
                 retrieved=ranked,
-                passages=known,
+                passages=facts_by_ref,
                 relevant_refs=relevant,
                 drifted_refs=drifted,
                 claims=[
@@ -471,6 +470,45 @@ def iter_response_figures(
                 facts=facts,
             )
         yield {"case_id": case_id, **figures, "prechecks": hints.as_dict()}, detail
+
+
+def _passages(queryset) -> dict[int, tuple]:
+    return {
+        pk: (ref, doc_id, status, frozenset(numbers.split()), digest, snapshot_id)
+        for pk, ref, doc_id, status, numbers, digest, snapshot_id in queryset.values_list(
+            "pk", "ref", "doc_id", "version_status", "numbers", "sha256", "snapshot_id"
+        )
+    }
+
+
+def _claim_cited_passages(run: Run, *, known: set[str]) -> dict[int, tuple]:
+    """Passages a claim cites although its response neither retrieved nor marked them.
+
+    A bundle's claim may cite any passage it declares (bundle.md), and a reviewer any
+    passage of the run's snapshot: without these, such a claim's pre-checks would read
+    no evidence. Two queries; the second only when there is such a passage.
+    """
+    refs: set[str] = set()
+    for cited in (
+        ClaimRevision.objects.filter(claim__response__run=run)
+        .exclude(citations=[])
+        .order_by()  # no ordering column in the DISTINCT
+        .values_list(_text("citations"), flat=True)
+        .distinct()
+        .iterator(chunk_size=CHUNK)
+    ):
+        refs.update(_decoded(cited))
+    missing = sorted(refs - known)
+    found: dict[int, tuple] = {}
+    for start in range(0, len(missing), CHUNK):  # SQLite caps the parameters of a query
+        found.update(
+            _passages(
+                Passage.objects.filter(
+                    snapshot_id=run.snapshot_id, ref__in=missing[start : start + CHUNK]
+                )
+            )
+        )
+    return found
 
 
 def _facts(row: tuple) -> PassageFacts:

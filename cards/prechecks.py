@@ -46,7 +46,8 @@ class ResponseFacts:
     marker_spans: Sequence[tuple[int, int]]
     cited_refs: Sequence[str]
     retrieved: Sequence[PassageFacts]  # in rank order
-    passages: dict[str, PassageFacts]  # every passage cited or retrieved, by ref
+    # by ref: every passage retrieved, marked or cited by a claim (more does no harm)
+    passages: dict[str, PassageFacts]
     relevant_refs: Sequence[str]
     drifted_refs: frozenset[str] = frozenset()
     claims: Sequence[ClaimFacts] = field(default_factory=tuple)

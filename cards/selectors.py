@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from django.db.models import Exists, OuterRef, Prefetch, Q, Subquery
@@ -63,6 +64,7 @@ class ReviewPage:
     unplaced_citations: list[Citation]
     retrieved: list[Retrieval]
     cited_only: list[Passage]
+    claim_cited_only: list[Passage]  # cited by a current claim, neither retrieved nor marked
     cited_refs: set[str]
     relevant_refs: set[str]
     expected_refs: set[str]
@@ -70,6 +72,11 @@ class ReviewPage:
     response_hints: dict[str, list[str]]
     review_complete: bool
     blind: bool
+
+    @property
+    def attachable(self) -> list[Passage]:
+        """The passages a claim revision offers to attach: every one this page shows."""
+        return [row.passage for row in self.retrieved] + self.cited_only + self.claim_cited_only
 
     def card(self, key: str) -> Card:
         for card in self.cards:
@@ -112,6 +119,14 @@ def review_page(*, run: Run, case_id: str, membership: Membership) -> ReviewPage
     for citation in citations:
         passages.setdefault(citation.passage.ref, citation.passage)
     cited_refs = {c.passage.ref for c in citations}
+    # A claim may cite a passage its response neither retrieved nor marked (bundle.md): its
+    # card shows it and its pre-checks read it. One more query, only when there is one.
+    claim_refs = {ref: None for claim in claims for ref in claim.revisions.all()[0].citations}
+    if set(claim_refs) - set(passages):
+        for passage in Passage.objects.filter(
+            snapshot_id=run.snapshot_id, ref__in=set(claim_refs) - set(passages)
+        ):
+            passages[passage.ref] = passage
     drifted = _drifted_refs(run=run, refs=set(passages))
 
     viewer = membership.user
@@ -182,6 +197,11 @@ def review_page(*, run: Run, case_id: str, membership: Membership) -> ReviewPage
             for r in dict.fromkeys(c.passage.ref for c in citations)
             if r not in retrieved_refs
         ],
+        claim_cited_only=[
+            passages[r]
+            for r in claim_refs
+            if r in passages and r not in retrieved_refs and r not in cited_refs
+        ],
         cited_refs=cited_refs,
         relevant_refs=set(expectation.relevant_refs),
         expected_refs={r for fact in expectation.required_facts for r in fact.get("evidence", [])},
@@ -212,6 +232,24 @@ def _drifted_refs(*, run: Run, refs: set[str]) -> dict[str, str]:
     for ref, name, created in others:
         drifted[ref] = name if created > mine else drifted.get(ref, "")
     return drifted
+
+
+def citable_refs(*, response: Response, among: Iterable[str]) -> set[str]:
+    """Those of `among` that a claim of this response may cite: the passages of the collection
+    snapshot its run searched.
+
+    A bundle's claim may cite any passage the bundle declares, retrieved or not (bundle.md),
+    and every declared passage is stored in the run's snapshot; a reviewer may attach the
+    same. One query over the refs asked about, never the whole snapshot.
+    """
+    refs = set(among)
+    if not refs:
+        return set()
+    return set(
+        Passage.objects.filter(snapshot_id=response.run.snapshot_id, ref__in=refs).values_list(
+            "ref", flat=True
+        )
+    )
 
 
 def claim_for(*, run: Run, case_id: str, key: str) -> tuple[Claim, ClaimRevision]:

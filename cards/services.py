@@ -21,7 +21,7 @@ from django.db import transaction
 from django.db.models import OuterRef, Subquery
 from django.utils import timezone
 
-from cards.chain import claim_revision_document, seal, verdict_revision_document
+from cards.chain import claim_revision, verdict_revision
 from cards.models import (
     Assignment,
     Association,
@@ -35,6 +35,8 @@ from cards.models import (
     Support,
     VerdictRevision,
 )
+from cards.rules import association_problem, default_association
+from cards.selectors import citable_refs
 from evidence.models import Membership
 from replay.models import Response
 
@@ -145,12 +147,6 @@ def _filler(char: str) -> bool:
     return char.isspace() or unicodedata.category(char).startswith("P")
 
 
-def _allowed_refs(response: Response) -> set[str]:
-    refs = set(response.retrieved.values_list("passage__ref", flat=True))
-    refs.update(response.citations.values_list("passage__ref", flat=True))
-    return refs
-
-
 def _check_links(response: Response, *, facts, gaps, citations) -> None:
     expectation = response.expectation
     unknown_facts = set(facts) - set(expectation.fact_ids)
@@ -163,10 +159,13 @@ def _check_links(response: Response, *, facts, gaps, citations) -> None:
         raise ValidationError(
             {"gaps": f"Not a known gap of this case: {', '.join(sorted(unknown_gaps))}."}
         )
-    unknown_refs = set(citations) - _allowed_refs(response)
+    unknown_refs = set(citations) - citable_refs(response=response, among=citations)
     if unknown_refs:
         raise ValidationError(
-            {"citations": f"Not a passage of this response: {', '.join(sorted(unknown_refs))}."}
+            {
+                "citations": "Not a passage of the snapshot this run searched: "
+                f"{', '.join(sorted(unknown_refs))}."
+            }
         )
 
 
@@ -175,19 +174,13 @@ def _append_claim_revision(
     spans: list, citations: list[str], facts: list[str], gaps: list[str], withdrawn: bool,
     reason: str,
 ) -> ClaimRevision:  # fmt: skip
-    now = timezone.now()
-    document = claim_revision_document(
+    sealed = claim_revision(
         **_identity(claim), seq=head.seq + 1, text=text, kind=kind, spans=spans,
         citations=citations, facts=facts, gaps=gaps, withdrawn=withdrawn, reason=reason,
-        annotator=author.get_username(), origin=Origin.REVIEW, created_at=now,
-        prev_sha256=head.sha256,
+        author_id=author.pk, annotator=author.get_username(), origin=Origin.REVIEW,
+        created_at=timezone.now(), prev_sha256=head.sha256,
     )  # fmt: skip
-    return ClaimRevision.objects.create(
-        claim=claim, seq=head.seq + 1, text=text, kind=kind, spans=spans, citations=citations,
-        facts=facts, gaps=gaps, withdrawn=withdrawn, reason=reason, author=author,
-        annotator=author.get_username(), origin=Origin.REVIEW, created_at=now,
-        prev_sha256=head.sha256, sha256=seal(document),
-    )  # fmt: skip
+    return ClaimRevision.objects.create(claim=claim, **sealed.row)
 
 
 @transaction.atomic
@@ -300,9 +293,11 @@ def verdict_save(
     if set(relevance) - set(current.citations) or set(relevance.values()) - set(Relevance.values):
         errors["citation_relevance"] = "Relevance is judged only for the claim's citations."
     if association is None:
-        association = Association.ATTACHED if current.citations else Association.MISSING
+        association = default_association(current.citations)
     if association not in Association.values:
         errors["association"] = "A citation is attached or missing."
+    elif problem := association_problem(association, current.citations):
+        errors["association"] = f"The citation {problem}: relink the claim first."
     if current.withdrawn:
         errors["support"] = "This claim was withdrawn; it takes no verdict."
     if errors:
@@ -320,21 +315,15 @@ def verdict_save(
         )
     if adjudication and seen_head_seq is not None and head.seq != seen_head_seq:
         raise StaleCard("A verdict arrived since you opened this claim; read it, then adjudicate.")
-    now = timezone.now()
-    seq = head.seq + 1
-    document = verdict_revision_document(
-        **_identity(claim), seq=seq, annotator=author.get_username(), origin=origin,
-        association=association, support=support, contradicts=contradicts,
-        reason=reason.strip(), diagnosis=diagnosis, citation_relevance=relevance, note=note,
-        stated_at=None, supersedes=mine.seq if mine else None, created_at=now,
-        prev_sha256=head.sha256,
+    sealed = verdict_revision(
+        **_identity(claim), seq=head.seq + 1, author_id=author.pk,
+        annotator=author.get_username(), origin=origin, association=association,
+        support=support, contradicts=contradicts, reason=reason.strip(), diagnosis=diagnosis,
+        citation_relevance=relevance, note=note, stated_at=None,
+        supersedes_id=mine.pk if mine else None, supersedes_seq=mine.seq if mine else None,
+        created_at=timezone.now(), prev_sha256=head.sha256,
     )  # fmt: skip
-    return VerdictRevision.objects.create(
-        claim=claim, seq=seq, author=author, annotator=author.get_username(), origin=origin,
-        association=association, support=support, contradicts=contradicts,
-        reason=reason.strip(), diagnosis=diagnosis, citation_relevance=relevance, note=note,
-        supersedes=mine, created_at=now, prev_sha256=head.sha256, sha256=seal(document),
-    )  # fmt: skip
+    return VerdictRevision.objects.create(claim=claim, **sealed.row)
 
 
 @transaction.atomic

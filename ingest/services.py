@@ -15,7 +15,6 @@ from django.utils import timezone
 
 from cards.chain import claim_revision_document, seal, verdict_revision_document
 from cards.models import (
-    Association,
     Claim,
     ClaimKind,
     ClaimRevision,
@@ -26,6 +25,7 @@ from cards.models import (
     VerdictRevision,
 )
 from cards.prechecks import numbers_in
+from cards.rules import association_problem, default_association
 from evidence.canonical import text_sha256
 from evidence.expectations import expectation_document, expectation_sha256, stored_document
 from evidence.models import Case, Expectation, Passage, Project, Snapshot
@@ -511,15 +511,8 @@ class _Importer:
                 self.problem(
                     number, f"{where}/contradicts", "qualifies only an unsupported verdict"
                 )
-            association = judgement.get("association")
-            if association == Association.ATTACHED and not cited:
-                self.problem(
-                    number, f"{where}/association", "is attached, but the claim has no citations"
-                )
-            if association == Association.MISSING and cited:
-                self.problem(
-                    number, f"{where}/association", "is missing, but the claim has citations"
-                )
+            if problem := association_problem(judgement.get("association"), cited):
+                self.problem(number, f"{where}/association", problem)
             for ref in judgement.get("citation_relevance", {}):
                 if ref not in cited:
                     self.problem(
@@ -792,9 +785,7 @@ class _Importer:
                     verdict_pk = next(verdict_ids)
                     annotator = judgement["annotator"]
                     supersedes = latest_by_annotator.get(annotator)
-                    association = judgement.get(
-                        "association", Association.ATTACHED if cited else Association.MISSING
-                    )
+                    association = judgement.get("association", default_association(cited))
                     stated_at = parse_rfc3339(judgement["at"]) if "at" in judgement else None
                     document = verdict_revision_document(
                         **identity,

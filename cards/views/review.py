@@ -166,7 +166,7 @@ def claim_change(
     page = _page(request, slug, run_id, case_id)
     card = page.card(key)
     expectation = page.response.expectation
-    refs = [row.passage.ref for row in page.retrieved] + [p.ref for p in page.cited_only]
+    refs = [passage.ref for passage in page.attachable]
     form = ClaimReviseForm(
         request.POST, fact_ids=expectation.fact_ids, gap_ids=expectation.gap_ids, refs=refs
     )

@@ -4,6 +4,16 @@
   "use strict";
 
   // --- Selecting text in the answer fills the "Add claim" form --------------------------
+  // Spans are code points (Python str indices, bundle.md), as are the pieces' data-start;
+  // the DOM counts UTF-16 units, two for a character outside the BMP (an emoji, say).
+  function codePointOffset(text, utf16Offset) {
+    return Array.from(text.slice(0, utf16Offset)).length;
+  }
+
+  function codePointLength(text) {
+    return codePointOffset(text, text.length);
+  }
+
   function offsetIn(answer, node, offset) {
     const piece = (node.nodeType === Node.ELEMENT_NODE ? node : node.parentElement).closest("[data-start]");
     if (!piece || !answer.contains(piece)) {
@@ -12,7 +22,7 @@
     const range = document.createRange();
     range.setStart(piece, 0);
     range.setEnd(node, offset);
-    return Number(piece.dataset.start) + range.toString().length;
+    return Number(piece.dataset.start) + codePointLength(range.toString());
   }
 
   function selectionSpans(answer) {
@@ -30,14 +40,17 @@
       }
       const text = range.toString();
       // Trim blanks at the edges so the span covers only words.
-      start += text.length - text.trimStart().length;
-      end -= text.length - text.trimEnd().length;
+      start += codePointLength(text) - codePointLength(text.trimStart());
+      end -= codePointLength(text) - codePointLength(text.trimEnd());
       if (end > start) {
         spans.push([start, end, text.trim()]);
       }
     }
     return spans;
   }
+
+  // For the browser tests of the conversion.
+  window.evidenceReview = Object.freeze({ codePointOffset: codePointOffset });
 
   document.addEventListener("mouseup", fillFromSelection);
   document.addEventListener("keyup", function (event) {

@@ -1,5 +1,7 @@
 from __future__ import annotations
 
+import json
+
 import pytest
 from playwright.sync_api import expect
 
@@ -30,9 +32,14 @@ SELECT = """([start, end]) => {
 }"""
 
 
-def select_answer_text(page, fragment: str) -> None:
-    start = ANSWER.index(fragment)
-    page.evaluate(SELECT, [start, start + len(fragment)])
+def utf16(text: str) -> int:
+    """The length of `text` as the DOM counts it (UTF-16 code units)."""
+    return len(text.encode("utf-16-le")) // 2
+
+
+def select_answer_text(page, fragment: str, answer: str = ANSWER) -> None:
+    start = answer.index(fragment)
+    page.evaluate(SELECT, [utf16(answer[:start]), utf16(answer[: start + len(fragment)])])
 
 
 def test_a_reviewer_splits_judges_by_keyboard_and_completes_a_case(page):
@@ -107,3 +114,75 @@ def test_a_blank_reason_is_refused_and_the_typed_label_is_kept(page):
     card.locator("form[data-verdict-form]").get_by_role("button", name="Save").click()
     expect(page.locator("#card-C-017-2")).to_contain_text("A written reason is required")
     expect(page.locator("#card-C-017-2").get_by_label("Partial")).to_be_checked()
+
+
+# Two characters outside the BMP: one code point each for Python, two UTF-16 units each
+# for the DOM. Spans are code points (bundle.md), so the selection must be converted.
+EMOJI_ANSWER = (
+    "Shipping is free for members \U0001f69a\U0001f4e6. Returns are accepted within 14 days [1]."
+)
+RETURNS = "Returns are accepted within 14 days"
+
+
+def emoji_bundle() -> list[dict]:
+    ref, text = "R-01@v2#p1", "Returns are accepted within 14 days of delivery."
+    marker = EMOJI_ANSWER.index("[1]")
+    return [
+        {
+            "kind": "run", "schema": "evidence-bundle/1", "run_id": "emoji-r1",
+            "created_at": "2026-10-01T12:00:00Z", "collection_snapshot": "emoji@1",
+            "system": {"model": "m"},
+        },
+        {
+            "kind": "passage", "ref": ref, "doc_id": "R-01", "version": "v2", "chunk_id": "p1",
+            "text": text,
+        },
+        {"kind": "case", "case_id": "E-1", "query": "How long is the return window?"},
+        {
+            "kind": "response", "case_id": "E-1", "text": EMOJI_ANSWER,
+            "retrieved": [{"ref": ref, "rank": 1}],
+            "citations": [{"marker": "[1]", "ref": ref, "start": marker, "end": marker + 3}],
+        },
+    ]  # fmt: skip
+
+
+def test_a_selection_after_an_emoji_becomes_a_span_in_code_points(page, live, tmp_path):
+    bundle = tmp_path / "emoji.jsonl"
+    lines = (json.dumps(line, ensure_ascii=False) for line in emoji_bundle())
+    bundle.write_text("\n".join(lines) + "\n", encoding="utf-8")
+    live.manage("import_bundle", str(bundle), "--project", "demo")
+    log_in(page, "alice")
+    page.goto("/p/demo/runs/emoji-r1/cases/E-1/")
+
+    select_answer_text(page, RETURNS, EMOJI_ANSWER)
+    start = EMOJI_ANSWER.index(RETURNS)
+    form = page.locator("#add-claim")
+    expect(form.get_by_label("Spans")).to_have_value(f"{start}-{start + len(RETURNS)}")
+    expect(form.get_by_label("Claim text")).to_have_value(RETURNS)
+    form.get_by_role("button", name="Add claim").click()
+
+    card = page.locator("#card-c1")
+    expect(card).to_contain_text(f"{start}–{start + len(RETURNS)}")
+    expect(card).to_contain_text("R-01@v2#p1")  # the marker right after the span
+    expect(page.locator("#answer .piece.claimed")).to_have_text(RETURNS)
+    assert page.console_problems == []
+
+
+@pytest.mark.parametrize(
+    ("text", "offset", "expected"),
+    [
+        ("abc", 2, 2),
+        ("a\U0001f69ab", 3, 2),  # after the emoji: 3 UTF-16 units, 2 code points
+        ("\U0001f69a\U0001f4e6 x", 5, 3),
+        ("\u00e9t\u00e9", 3, 3),  # accented letters are one unit and one code point
+    ],
+)
+def test_a_utf16_offset_becomes_a_code_point_offset(page, text, offset, expected):
+    page.goto("/login/")
+    assert (
+        page.evaluate(
+            "([text, offset]) => window.evidenceReview.codePointOffset(text, offset)",
+            [text, offset],
+        )
+        == expected
+    )

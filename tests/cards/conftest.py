@@ -18,7 +18,7 @@ from cards.services import claim_create, verdict_save
 from evidence.models import Membership, Project, Role
 from evidence.services import membership_set
 from replay.models import Response, Run
-from tests.conftest import import_fixture
+from tests.conftest import bundle_bytes, import_bytes, import_fixture
 
 # The answer of q017-r3, and the spans of its parts.
 ANSWER = (
@@ -167,3 +167,57 @@ def blind(project) -> Project:
     Project.objects.filter(pk=project.pk).update(blind_review=True)
     project.refresh_from_db()
     return project
+
+
+# A claim citing a passage that its bundle declares but its response neither retrieved nor
+# marked (bundle.md allows it): the superseded v1 of the return policy, which says 30 days.
+ASIDE_ANSWER = "Returns are accepted within 30 days [1]."
+CURRENT_POLICY = "R-01@v2#p1"
+OLD_POLICY = "R-01@v1#p1"
+
+
+def aside_bundle(run_id: str = "aside-r1") -> list[dict]:
+    def passage(version: str, text: str, **extra) -> dict:
+        return {
+            "kind": "passage", "ref": f"R-01@{version}#p1", "doc_id": "R-01",
+            "version": version, "chunk_id": "p1", "text": text, **extra,
+        }  # fmt: skip
+
+    marker = ASIDE_ANSWER.index("[1]")
+    return [
+        {
+            "kind": "run", "schema": "evidence-bundle/1", "run_id": run_id,
+            "created_at": "2026-10-01T12:00:00Z", "collection_snapshot": "aside@1",
+            "system": {"model": "m"},
+        },
+        passage("v2", "Returns are accepted within 14 days of delivery.",
+                version_status="current"),
+        passage("v1", "Returns are accepted within 30 days of delivery.",
+                version_status="superseded", superseded_by=CURRENT_POLICY),
+        {
+            "kind": "case", "case_id": "A-1", "query": "How long is the return window?",
+            "required_facts": [
+                {"fact_id": "G1", "text": "14 days.", "evidence": [CURRENT_POLICY]}
+            ],
+        },
+        {
+            "kind": "response", "case_id": "A-1", "text": ASIDE_ANSWER,
+            "retrieved": [{"ref": CURRENT_POLICY, "rank": 1}],
+            "citations": [
+                {"marker": "[1]", "ref": CURRENT_POLICY, "start": marker, "end": marker + 3}
+            ],
+            "claims": [
+                {
+                    "claim_id": "c1", "text": "Returns are accepted within 30 days.",
+                    "spans": [[0, marker - 1]], "citations": [OLD_POLICY], "facts": ["G1"],
+                }
+            ],
+        },
+    ]  # fmt: skip
+
+
+@pytest.fixture
+def aside_claim(project) -> Claim:
+    """c1 of run aside-r1: it cites OLD_POLICY, which its response never retrieved or marked."""
+    import_bytes(bundle_bytes(*aside_bundle()))
+    return Claim.objects.get(response__run__run_id="aside-r1", key="c1")

@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
-from cards.chain import seal
-from cards.models import Claim
+from datetime import UTC, datetime
+
+from django.utils import timezone
+
+from cards.chain import claim_revision, seal, verdict_revision
+from cards.models import Claim, ClaimRevision, VerdictRevision
 from cards.services import claim_create, claim_revise
 from tests.cards.conftest import (
     NO_DURATION,
+    OLD_POLICY,
     REFUND_START,
+    aside_bundle,
     assert_chain_holds,
     chain_of,
     judge,
     response_for,
 )
+from tests.conftest import bundle_bytes, import_bytes
 
 
 def test_a_fresh_claim_starts_a_chain_of_one(claim):
@@ -91,3 +98,73 @@ def test_the_hash_covers_every_field_of_the_document(claim, reviewer):
     ]:
         assert seal(document | {field: other}) != verdict.sha256, field
     assert seal(first | {"text": "Changed."}) != claim.revisions.get().sha256
+
+
+# --- one home for the document and the row ------------------------------------------------
+
+
+def columns(model) -> list[str]:
+    return [f.attname for f in model._meta.concrete_fields if f.attname not in {"id", "claim_id"}]
+
+
+def test_a_sealed_revision_names_every_column_but_id_and_claim_in_table_order():
+    identity = {"project": "p", "run_id": "r", "case_id": "c", "claim_id": "c1"}
+    now = datetime(2026, 10, 2, 9, 0, tzinfo=UTC)
+    claim = claim_revision(
+        **identity, seq=1, text="T.", kind="factual", spans=[(0, 2)], citations=["a"],
+        facts=[], gaps=[], withdrawn=False, reason="", author_id=None, annotator="bundle",
+        origin="imported", created_at=now, prev_sha256=None,
+    )  # fmt: skip
+    verdict = verdict_revision(
+        **identity, seq=2, author_id=None, annotator="judge", origin="imported",
+        association="attached", support="supported", contradicts=False, reason="R.",
+        diagnosis="", citation_relevance={}, note="", stated_at=None, supersedes_id=None,
+        supersedes_seq=None, created_at=now, prev_sha256=claim.sha256,
+    )  # fmt: skip
+    assert list(claim.row) == columns(ClaimRevision)
+    assert list(verdict.row) == columns(VerdictRevision)
+    assert claim.sha256 == claim.row["sha256"] == seal(claim.document)
+    assert claim.row["spans"] == claim.document["spans"] == [[0, 2]]
+    assert (verdict.row["diagnosis"], verdict.document["diagnosis"]) == ("", None)
+
+
+def test_a_revision_saved_in_review_and_one_imported_with_the_same_fields_match(
+    project, reviewer, monkeypatch
+):
+    now = datetime(2026, 10, 2, 9, 0, tzinfo=UTC)
+    monkeypatch.setattr(timezone, "now", lambda: now)
+    judgement = {
+        "support": "partial", "reason": "v1 says 30 days; v2 says 14.",
+        "diagnosis": "locator_drift", "citation_relevance": {OLD_POLICY: "necessary"},
+        "note": "Ask which version applies.",
+    }  # fmt: skip
+    imported_lines = aside_bundle("imported")
+    imported_lines[-1]["claims"][0]["judgements"] = [{"annotator": "alice", **judgement}]
+    import_bytes(bundle_bytes(*imported_lines))
+    reviewed_lines = aside_bundle("reviewed")
+    (claim_line,) = reviewed_lines[-1].pop("claims")
+    import_bytes(bundle_bytes(*reviewed_lines))
+    reviewed = claim_create(
+        response=response_for("reviewed"), author=reviewer, text=claim_line["text"],
+        spans=claim_line["spans"], citations=claim_line["citations"], facts=claim_line["facts"],
+    )  # fmt: skip
+    judge(reviewed, reviewer, **judgement)
+    imported = Claim.objects.get(response=response_for("imported"))
+
+    # Where and how each came in differ; every other field of the documents is the same.
+    apart = {"project", "run_id", "case_id", "claim_id", "origin", "prev_sha256"}
+    (_, claim_a), (_, verdict_a) = chain_of(imported)
+    (_, claim_b), (_, verdict_b) = chain_of(reviewed)
+    # A bundle's decomposition is authored by `bundle`, with a reason the import gives it.
+    assert (claim_a["author"], claim_a["reason"]) == ("bundle", "Imported with run imported")
+    assert (claim_b["author"], claim_b["reason"]) == ("alice", "")
+    apart_claim = apart | {"author", "reason"}
+    assert {k: v for k, v in claim_a.items() if k not in apart_claim} == {
+        k: v for k, v in claim_b.items() if k not in apart_claim
+    }
+    assert {k: v for k, v in verdict_a.items() if k not in apart} == {
+        k: v for k, v in verdict_b.items() if k not in apart
+    }
+    assert (verdict_a["origin"], verdict_b["origin"]) == ("imported", "review")
+    assert_chain_holds(imported)
+    assert_chain_holds(reviewed)

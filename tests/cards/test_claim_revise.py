@@ -4,8 +4,17 @@ import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 
 from cards.models import ClaimKind, ClaimRevision
-from cards.services import StaleCard, claim_revise
-from tests.cards.conftest import D01, D02, NO_DURATION, REFUND_START, judge, page_for
+from cards.services import StaleCard, claim_create, claim_revise
+from tests.cards.conftest import (
+    CURRENT_POLICY,
+    D01,
+    D02,
+    NO_DURATION,
+    OLD_POLICY,
+    REFUND_START,
+    judge,
+    page_for,
+)
 
 
 def test_a_rewrite_is_a_new_revision_and_the_old_one_stays(claim, second_reviewer):
@@ -134,3 +143,40 @@ def test_the_page_shows_the_newest_text_and_hides_a_withdrawn_claim_from_the_ans
     page = page_for(reviewer, "q017-r3", "Q-017")
     assert page.card(claim.key).withdrawn
     assert not any(piece.claims for piece in page.pieces)
+
+
+# --- citations beyond the retrieved list (bundle.md: a claim may cite any declared passage) ---
+
+
+def test_a_rewrite_keeps_an_imported_citation_the_response_never_retrieved(aside_claim, reviewer):
+    revision = claim_revise(
+        claim=aside_claim, author=reviewer, seen_claim_seq=1, text="30 days.", reason="Shorter."
+    )
+    assert revision.citations == [OLD_POLICY]
+
+
+def test_a_relink_may_keep_an_imported_citation_and_add_a_retrieved_one(aside_claim, reviewer):
+    revision = claim_revise(
+        claim=aside_claim, author=reviewer, seen_claim_seq=1,
+        citations=[OLD_POLICY, CURRENT_POLICY], reason="The marker cites v2.",
+    )  # fmt: skip
+    assert revision.citations == [OLD_POLICY, CURRENT_POLICY]
+
+
+def test_a_reviewer_may_cite_any_passage_of_the_runs_snapshot(aside_claim, reviewer):
+    claim = claim_create(
+        response=aside_claim.response, author=reviewer, text="30 days, says v1.",
+        spans=[[0, 34]], citations=[OLD_POLICY],
+    )  # fmt: skip
+    assert claim.revisions.get().citations == [OLD_POLICY]
+
+
+def test_it_refuses_a_passage_of_another_snapshot(claim, aside_claim, reviewer):
+    # OLD_POLICY is in the project, but not in the snapshot q017-r3 searched.
+    with pytest.raises(ValidationError) as refused:
+        claim_revise(
+            claim=claim, author=reviewer, seen_claim_seq=1, citations=[OLD_POLICY], reason="R."
+        )
+    assert refused.value.message_dict["citations"] == [
+        f"Not a passage of the snapshot this run searched: {OLD_POLICY}."
+    ]

@@ -97,6 +97,25 @@ def test_an_empty_answer_never_scores_and_an_abstention_covers_nothing(project):
     assert as_pair(response["coverage"]) == [0, 1]
 
 
+@pytest.mark.parametrize("retrieved", [0, 2], ids=["nothing retrieved", "two others retrieved"])
+def test_a_relevant_ref_not_retrieved_is_missing_at_every_k_even_past_the_lists_end(
+    project, retrieved
+):
+    from tests.conftest import bundle_bytes, import_bytes
+    from tests.factories import synthetic_bundle
+
+    lines = synthetic_bundle(run_id="short", cases=1, passages=3, claims=0)
+    others = lines[-1]["retrieved"][1 : 1 + retrieved]  # the relevant ref is the first
+    lines[-1].update(retrieved=[item | {"rank": i + 1} for i, item in enumerate(others)])
+    import_bytes(bundle_bytes(*lines))
+    response = run_metrics(run=Run.objects.get(run_id="short")).as_json()["per_response"][0]
+    for k in (1, 2, 3, 4, 5, 10):
+        assert as_pair(response[f"passage_recall@{k}"]) == [0, 1], k
+        assert as_pair(response[f"fact_evidence_recall@{k}"]) == [0, 1], k
+        assert response[f"hit@{k}"] == 0, k
+    assert response["context_precision"] == 0.0
+
+
 def test_unreviewed_responses_are_counted_not_scored(demo_runs):
     figures = run_metrics(run=Run.objects.get(run_id="pro-plan-r1")).as_json()
     assert figures["run"]["unreviewed"] == 3

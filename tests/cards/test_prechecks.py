@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from cards.metrics import run_metrics
 from cards.prechecks import (
     ClaimFacts,
     PassageFacts,
@@ -15,7 +16,7 @@ from cards.prechecks import (
     without_spans,
 )
 from cards.services import claim_create
-from replay.models import Response
+from replay.models import Response, Run
 from tests.cards.conftest import D01, FINAL_SALE, WINDOW, page_for
 from tests.conftest import KNOWN_ANSWERS
 
@@ -92,6 +93,27 @@ def test_a_new_claim_gets_its_hints_at_once(reviewer, demo_runs):
     assert page.card(claim.key).revision.citations == [D01]
     assert page.card(claim.key).hints == ["number_not_in_evidence"]
     assert page.card(bare.key).hints == ["claim_without_citation"]
+
+
+# The superseded passage c1 cites says 30 days, as the claim does; the response never
+# retrieved or marked it. Checked against the retrieved passage only, c1 would get a false
+# number_not_in_evidence and miss cites_superseded_version.
+ASIDE_HINTS = ["cites_superseded_version", "citation_not_retrieved"]
+
+
+def test_a_claim_citing_a_passage_its_response_never_retrieved_gets_its_hints_on_the_page(
+    reviewer, aside_claim
+):
+    card = page_for(reviewer, "aside-r1", "A-1").card("c1")
+    assert card.hints == ASIDE_HINTS
+
+
+def test_a_claim_citing_a_passage_its_response_never_retrieved_gets_its_hints_in_the_figures(
+    aside_claim,
+):
+    (figures,) = run_metrics(run=Run.objects.get(run_id="aside-r1")).per_response
+    assert figures["prechecks"]["claims"] == {"c1": ASIDE_HINTS}
+    assert figures["prechecks"]["response"]["number_not_in_evidence"] == ["30"]
 
 
 # --- the rules, one by one -------------------------------------------------------------------

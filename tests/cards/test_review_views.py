@@ -12,6 +12,7 @@ from cards.models import Claim, ClaimRevision, Origin, ResponseReview, VerdictRe
 from cards.services import claim_revise
 from tests.cards.conftest import (
     D01,
+    OLD_POLICY,
     judge,
     loaded_form,
     page_for,
@@ -82,6 +83,15 @@ def test_the_case_page_shows_each_card_with_its_form(alice, claim):
     assert f'action="{verdict_url("q017-r3", "Q-017", claim.key)}"' in content
     assert f'hx-post="{verdict_url("q017-r3", "Q-017", claim.key)}"' in content
     assert '<input type="hidden" name="seen_claim_seq" value="1"' in content
+
+
+def test_the_card_shows_the_passage_a_claim_cites_though_its_response_never_retrieved_it(
+    alice, aside_claim
+):
+    content = alice.get(_case_url("aside-r1", "A-1")).content.decode()
+    content = content[content.index('id="card-c1"') :]
+    assert "no citation attached" not in content
+    assert "Returns are accepted within 30 days of delivery." in content
 
 
 def test_imported_judgements_are_shown_as_imported_never_as_a_local_reviewer(
@@ -228,6 +238,19 @@ def test_a_revision_by_form_post_redirects_to_its_card(alice, claim):
     assert claim.revisions.count() == 2
 
 
+def test_a_rewrite_through_the_form_keeps_a_citation_the_response_never_retrieved(
+    alice, aside_claim
+):
+    url = _case_url("aside-r1", "A-1")
+    form = alice.get(url, {"revise": "c1"}, **HTMX).content.decode()
+    assert f'name="citations" value="{OLD_POLICY}" checked' in form
+    # What the browser sends: the ticked boxes, the rest of the form unchanged.
+    data = revise_data(text="30 days.", spans="0-34", facts=["G1"], citations=[OLD_POLICY])
+    response = alice.post(_case_url("aside-r1", "A-1", "claim_change", "c1"), data, **HTMX)
+    assert response.status_code == 200
+    assert aside_claim.revisions.order_by("-seq").first().citations == [OLD_POLICY]
+
+
 def test_a_withdrawal_by_form_post_needs_a_reason(alice, claim):
     alice.post(case_url("claim_change", claim.key), revise_data(withdrawn="on", reason=" "))
     assert claim.revisions.count() == 1
@@ -355,6 +378,21 @@ def test_a_verdict_the_service_refuses_shows_its_message_in_the_card(alice, clai
     )
     assert response.status_code == 400
     assert "Only an unsupported claim can be marked as contradicted." in response.content.decode()
+    assert not claim.verdicts.exists()
+
+
+def test_an_association_against_the_claims_citations_is_refused_in_the_card(alice, claim):
+    data = loaded_form(alice, "q017-r3", "Q-017", claim.key)
+    response = alice.post(
+        verdict_url("q017-r3", "Q-017", claim.key),
+        {**data, "support": "unsupported", "reason": "Misplaced.", "association": "missing"},
+        **HTMX,
+    )
+    assert response.status_code == 400
+    assert (
+        '<p class="error" role="alert">The citation is missing, but the claim has citations: '
+        "relink the claim first.</p>"
+    ) in response.content.decode()
     assert not claim.verdicts.exists()
 
 

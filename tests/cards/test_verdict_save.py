@@ -128,9 +128,31 @@ def test_association_follows_the_newest_claim_revision(claim, reviewer):
     assert judge(claim, reviewer).association == Association.MISSING
 
 
-def test_an_explicit_association_is_kept(claim, reviewer):
-    verdict = judge(claim, reviewer, "unsupported", "Marker is misplaced.", association="missing")
-    assert verdict.association == Association.MISSING
+def test_an_explicit_association_that_agrees_with_the_citations_is_kept(claim, reviewer):
+    verdict = judge(claim, reviewer, "unsupported", "Marker is misplaced.", association="attached")
+    assert verdict.association == Association.ATTACHED
+
+
+def test_it_refuses_missing_on_a_claim_with_citations_as_the_import_does(claim, reviewer):
+    with pytest.raises(ValidationError) as refused:
+        judge(claim, reviewer, "unsupported", "Marker is misplaced.", association="missing")
+    assert refused.value.message_dict["association"] == [
+        "The citation is missing, but the claim has citations: relink the claim first."
+    ]
+    assert not claim.verdicts.exists()
+
+
+def test_it_refuses_attached_on_a_claim_without_citations_as_the_import_does(
+    replay_response, reviewer
+):
+    bare = claim_create(
+        response=replay_response, author=reviewer, text="No duration.", spans=[NO_DURATION]
+    )
+    with pytest.raises(ValidationError) as refused:
+        judge(bare, reviewer, "unsupported", "Nothing cited.", association="attached")
+    assert refused.value.message_dict["association"] == [
+        "The citation is attached, but the claim has no citations: relink the claim first."
+    ]
 
 
 def test_a_note_is_kept(claim, reviewer):
