@@ -12,6 +12,7 @@ from cards.blind import blind_for
 from cards.models import Assignment, Claim, ClaimRevision, Origin, VerdictRevision
 from cards.prechecks import ClaimFacts, PassageFacts, ResponseFacts, prechecks
 from cards.progress import latest_review_complete, reviewed_condition
+from cards.verdicts import newest_labels
 from evidence.models import Membership, Passage
 from replay.models import Citation, Response, Retrieval, Run
 
@@ -374,7 +375,7 @@ def assignments_for_run(*, run: Run) -> dict[int, list[str]]:
 class Disagreement:
     claim: Claim
     revision: ClaimRevision
-    verdicts: list[VerdictRevision]  # the newest of each annotator
+    verdicts: list[VerdictRevision]  # the label of each annotator (a namesake is another)
     adjudication: VerdictRevision | None
 
 
@@ -391,17 +392,11 @@ def disagreements(*, run: Run) -> list[Disagreement]:
     )
     found = []
     for claim in claims:
-        newest: dict[tuple[str, bool], VerdictRevision] = {}
-        adjudication = None
-        for verdict in claim.verdicts.all():
-            if verdict.origin == Origin.ADJUDICATION:
-                adjudication = adjudication or verdict
-            else:
-                # A local user and an imported annotator may share a name: keep them apart.
-                key = (verdict.annotator, verdict.origin == Origin.IMPORTED)
-                newest.setdefault(key, verdict)
-        if len({v.support for v in newest.values()}) > 1:
+        verdicts = claim.verdicts.all()
+        labels = newest_labels(verdicts)
+        if len({v.support for v in labels.values()}) > 1:
             revision = claim.revisions.all()[0]
             if not revision.withdrawn:
-                found.append(Disagreement(claim, revision, list(newest.values()), adjudication))
+                adjudication = next((v for v in verdicts if v.origin == Origin.ADJUDICATION), None)
+                found.append(Disagreement(claim, revision, list(labels.values()), adjudication))
     return found
