@@ -12,6 +12,7 @@ from cards.blind import blind_for
 from cards.models import Assignment, Claim, ClaimRevision, Origin, VerdictRevision
 from cards.prechecks import ClaimFacts, PassageFacts, ResponseFacts, prechecks
 from cards.progress import latest_review_complete, reviewed_condition
+from cards.verdicts import current as current_verdict
 from cards.verdicts import newest_labels
 from evidence.models import Membership, Passage
 from replay.models import Citation, Response, Retrieval, Run
@@ -78,15 +79,6 @@ class ReviewPage:
         raise Http404("No such claim.")
 
 
-def _current(verdicts: list[VerdictRevision]) -> VerdictRevision | None:
-    """Adjudicated, else the newest reviewer verdict, else the newest imported one."""
-    for origin in (Origin.ADJUDICATION, Origin.REVIEW, Origin.IMPORTED):
-        for verdict in verdicts:  # newest first
-            if verdict.origin == origin:
-                return verdict
-    return None
-
-
 def review_page(*, run: Run, case_id: str, membership: Membership) -> ReviewPage:
     """Everything the case review page shows, in a fixed number of queries."""
     response = (
@@ -136,7 +128,7 @@ def review_page(*, run: Run, case_id: str, membership: Membership) -> ReviewPage
                 claim=claim,
                 revision=current_revision,
                 verdicts=visible,
-                current=_current(visible),
+                current=current_verdict(visible),
                 mine=mine,
                 mine_adjudication=mine_adjudication,
                 hidden_count=len(all_verdicts) - len(visible),

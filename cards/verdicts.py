@@ -113,5 +113,15 @@ def counted[V: VerdictRow](
         if votes * 2 <= len(newest):
             return NO_CONSENSUS
         return next(v for v in newest.values() if v.support == label)
+    return _default(verdicts)
+
+
+def _default[V: VerdictRow](verdicts: Sequence[V]) -> V | None:
     # Imported judgements (another tool, a judge model) are not reviewers of the project.
     return _newest(verdicts, Origin.ADJUDICATION) or _newest(verdicts, Origin.REVIEW)
+
+
+def current[V: VerdictRow](verdicts: Sequence[V]) -> V | None:
+    """The verdict a claim shows as its own: the default source's, else the newest imported
+    judgement (shown with its origin, though the default figures do not count it)."""
+    return _default(verdicts) or _newest(verdicts, Origin.IMPORTED)
