@@ -68,8 +68,8 @@ class Source:
     def from_options(cls, *, annotator: str | None, consensus: bool, roster: Roster) -> Source:
         """From the command-line options `--annotator NAME | --consensus`."""
         if annotator:
-            return cls.of(roster.resolve(annotator), roster=roster)
-        return cls("consensus") if consensus else cls()
+            return cls.parse(f"annotator:{annotator}", roster=roster)
+        return cls.parse("consensus" if consensus else None, roster=roster)
 
 
 def annotator_of(verdict: VerdictRow) -> Annotator:

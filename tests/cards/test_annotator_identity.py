@@ -161,3 +161,27 @@ def test_every_name_a_roster_shows_can_be_typed_back():
     )
     assert roster.names == ["alice", "imported:alice", "imported:imported:x", "seed-protocol"]
     assert [roster.resolve(name) for name in roster.names] == list(roster.annotators)
+
+
+def test_the_figures_page_keeps_a_chosen_annotator_who_labelled_nothing_selected(
+    client, imported_alice, lead
+):
+    client.force_login(lead)
+    url = reverse("run_figures", args=["demo", "q017-r1"])
+    page = client.get(url, {"source": "annotator:alice"})
+    assert page.context["figures"].totals["verdicts"]["unreviewed"] == 4
+    assert '<option value="annotator:alice" selected>' in page.content.decode()
+
+
+def test_the_side_by_side_page_offers_both_namesakes_and_keeps_the_chosen_one(
+    client, namesakes, lead
+):
+    client.force_login(lead)
+    url = reverse("run_compare", args=["demo"])
+    page = client.get(url, {"a": "q017-r1", "b": "q017-r2", "source": "annotator:imported:alice"})
+    assert page.context["summary"]["improvements"] == 1
+    content = page.content.decode()
+    assert '<option value="annotator:imported:alice" selected>' in content
+    assert '<option value="annotator:alice" >' in content
+    nobody = client.get(url, {"a": "q017-r1", "b": "q017-r2", "source": "annotator:lead"})
+    assert '<option value="annotator:lead" selected>' in nobody.content.decode()
