@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from django.db.models import CharField, Value
 
@@ -21,9 +22,11 @@ IMPORTED = "imported:"
 MEMBER = "member"  # in place of a verdict's origin, for the project's accounts
 
 
-@dataclass(frozen=True, order=True)
-class Annotator:
-    """A local account (by its username) or an imported annotator (by its bundle name)."""
+class Annotator(NamedTuple):
+    """A local account (by its username) or an imported annotator (by its bundle name).
+
+    A named tuple, not a dataclass: one is made per verdict row a figure reads.
+    """
 
     name: str
     imported: bool = False

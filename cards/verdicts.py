@@ -73,7 +73,7 @@ class Source:
 
 
 def annotator_of(verdict: VerdictRow) -> Annotator:
-    return Annotator.of(annotator=verdict.annotator, origin=verdict.origin)
+    return Annotator(verdict.annotator, verdict.origin == Origin.IMPORTED)
 
 
 def newest_labels[V: VerdictRow](verdicts: Iterable[V]) -> dict[Annotator, V]:
