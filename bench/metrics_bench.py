@@ -84,6 +84,7 @@ def main() -> None:
     from django.test import Client
     from django.test.utils import CaptureQueriesContext
 
+    from cards.annotators import Annotator
     from cards.metrics import Source, run_metrics
     from evidence.models import Role
     from evidence.services import membership_set, project_create
@@ -136,14 +137,13 @@ def main() -> None:
             "consensus": [],
             "annotator": [],
         }
+        rater = Source.of(Annotator("rater-1", imported=True))
         for _ in range(args.runs):
             results["baseline"].append(timed(baseline))
             results["consensus"].append(
                 timed(lambda: run_metrics(run=run, source=Source("consensus")))
             )
-            results["annotator"].append(
-                timed(lambda: run_metrics(run=run, source=Source("annotator", "rater-1")))
-            )
+            results["annotator"].append(timed(lambda: run_metrics(run=run, source=rater)))
         client = Client()
         client.force_login(user)
         page = []

@@ -2,14 +2,18 @@
 
 from __future__ import annotations
 
+import itertools
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
+from cards.annotators import Roster, annotators_of, roster_of
 from cards.models import ClaimRevision, Origin, VerdictRevision
 from cards.stats import Proportion, cohen_kappa, krippendorff_alpha_nominal
+from cards.verdicts import LABELS, newest_labels
 from replay.models import Run
 
-LABELS = ("supported", "partial", "unsupported", "not_assessable")
+__all__ = ["Agreement", "Disagreeing", "annotators_of", "run_agreement"]
 
 
 @dataclass
@@ -44,29 +48,34 @@ class Agreement:
         }
 
 
-def annotators_of(*, run: Run) -> list[str]:
-    return sorted(
-        set(
-            VerdictRevision.objects.filter(claim__response__run=run)
-            .exclude(origin=Origin.ADJUDICATION)
-            .values_list("annotator", flat=True)
-        )
+def run_agreement(
+    *, run: Run, annotators: list[str] | None = None, roster: Roster | None = None
+) -> Agreement:
+    """Each chosen annotator's label on each current claim, by name as the roster writes it
+    (default: all who labelled any); adjudications are not annotators."""
+    roster = roster or roster_of(runs=[run])
+    chosen = (
+        list(dict.fromkeys(roster.resolve(name) for name in annotators))
+        if annotators
+        else list(roster.annotators)
     )
-
-
-def run_agreement(*, run: Run, annotators: list[str] | None = None) -> Agreement:
-    """Newest label of each annotator on each current claim; adjudications are not annotators."""
-    chosen = annotators or annotators_of(run=run)
-    newest: dict[int, dict[str, tuple[str, str]]] = {}
+    names = {annotator: roster.name(annotator) for annotator in chosen}
     rows = (
-        VerdictRevision.objects.filter(claim__response__run=run, annotator__in=chosen)
+        VerdictRevision.objects.filter(
+            claim__response__run=run, annotator__in=sorted({a.name for a in chosen})
+        )
         .exclude(origin=Origin.ADJUDICATION)
         .order_by("claim_id", "-seq")
-        .values_list("claim_id", "annotator", "support", "reason")
+        .values_list("claim_id", "annotator", "origin", "support", "reason", named=True)
         .iterator(chunk_size=5000)
     )
-    for claim_id, annotator, support, reason in rows:
-        newest.setdefault(claim_id, {}).setdefault(annotator, (support, reason))
+    newest: dict[int, dict[str, tuple[str, str]]] = {}
+    for claim_id, verdicts in itertools.groupby(rows, key=attrgetter("claim_id")):
+        labels = newest_labels(verdicts)
+        # A chosen name may be shared by an annotator who was not chosen: keep the chosen.
+        newest[claim_id] = {
+            names[a]: (labels[a].support, labels[a].reason) for a in chosen if a in labels
+        }
     current = {}
     for claim_id, case_id, key, text, withdrawn in (
         ClaimRevision.objects.filter(claim_id__in=list(newest))
@@ -85,7 +94,7 @@ def run_agreement(*, run: Run, annotators: list[str] | None = None) -> Agreement
     agreeing = sum(1 for labels in units.values() if len({s for s, _ in labels.values()}) == 1)
     kappa = confusion = None
     if len(chosen) == 2:
-        first, second = chosen
+        first, second = (names[a] for a in chosen)
         pairs = [(labels[first][0], labels[second][0]) for labels in units.values()]
         kappa = cohen_kappa(pairs)
         confusion = {a: dict.fromkeys(LABELS, 0) for a in LABELS}
@@ -102,7 +111,7 @@ def run_agreement(*, run: Run, annotators: list[str] | None = None) -> Agreement
     disagreeing.sort(key=lambda d: (d.case_id, d.claim_id))
     return Agreement(
         run_id=run.run_id,
-        annotators=list(chosen),
+        annotators=[names[a] for a in chosen],
         claims=len(units),
         raw=Proportion(agreeing, len(units)),
         kappa=kappa,

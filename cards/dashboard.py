@@ -7,6 +7,7 @@ import io
 from dataclasses import dataclass
 
 from cards.metrics import CLAIM_FIGURES, LABELS, RunFigures
+from cards.models import Support
 from cards.stats import Proportion, half_width, sample_size, wilson
 
 FIGURE_TITLES = {
@@ -20,8 +21,7 @@ FIGURE_TITLES = {
     "honest_misses": "Honest misses (known gaps declared)",
 }
 LABEL_TITLES = {
-    "supported": "Supported", "partial": "Partial", "unsupported": "Unsupported",
-    "not_assessable": "Not assessable", "unreviewed": "Unreviewed", "no_consensus": "No consensus",
+    **dict(Support.choices), "unreviewed": "Unreviewed", "no_consensus": "No consensus"
 }  # fmt: skip
 # The proportions of each k, in the order of metrics.md.
 RETRIEVAL_PROPORTIONS = ("passage_recall", "doc_recall", "fact_evidence_recall")

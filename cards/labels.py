@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from cards.models import Diagnosis
+from cards.models import Diagnosis, Support
 
 # metrics.md, "Diagnoses": what was seen, and the next check (not a proven cause).
 DIAGNOSIS_HELP: dict[str, tuple[str, str]] = {
@@ -33,4 +33,8 @@ DIAGNOSIS_HELP: dict[str, tuple[str, str]] = {
     ),
 }
 
-SUPPORT_KEYS = {"supported": "1", "partial": "2", "unsupported": "3", "not_assessable": "4"}
+# The review page's keys 1, 2, 3 … pick a support label, in the order of Support:
+# (key, value, label), read by the verdict form, the keyboard help and app.js alike.
+SUPPORT_KEYS: list[tuple[str, str, str]] = [
+    (str(n), value, label) for n, (value, label) in enumerate(Support.choices, start=1)
+]

@@ -15,21 +15,21 @@ import math
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 from django.db.models import F, Q, TextField
 from django.db.models.functions import Cast
 
-from cards.models import ClaimRevision, Origin, VerdictRevision
+from cards.models import ClaimRevision, VerdictRevision
 from cards.prechecks import ClaimFacts, PassageFacts, ResponseFacts, prechecks
 from cards.progress import is_reviewed, latest_review_complete
 from cards.rules import default_association
 from cards.stats import Proportion
+from cards.verdicts import LABELS, NO_CONSENSUS, Source, counted
 from evidence.drift import drifted_refs_of
 from evidence.models import Passage
 from replay.models import Citation, Response, Retrieval, Run
 
-LABELS = ("supported", "partial", "unsupported", "not_assessable")
 CLAIM_FIGURES = (
     "citation_presence", "support", "support_or_partial", "support_assessed", "coverage",
     "citation_recall", "citation_precision", "honest_misses",
@@ -50,32 +50,15 @@ def _text(name: str) -> Cast:
     return Cast(F(name), output_field=TextField())
 
 
-@dataclass(frozen=True)
-class Source:
-    """Which verdict of a claim the figures use (metrics.md)."""
+class Verdict(NamedTuple):
+    """A verdict row as the figures read it (see cards.verdicts for which one counts)."""
 
-    mode: str = "default"  # default | annotator | consensus
-    annotator: str = ""
-
-    @property
-    def label(self) -> str:
-        return f"annotator:{self.annotator}" if self.mode == "annotator" else self.mode
-
-    @classmethod
-    def parse(cls, label: str | None) -> Source:
-        """From a label (`default`, `consensus`, `annotator:NAME`); anything else is default."""
-        if label == "consensus":
-            return cls("consensus")
-        if label and label.startswith("annotator:") and label != "annotator:":
-            return cls("annotator", label.removeprefix("annotator:"))
-        return cls()
-
-    @classmethod
-    def from_options(cls, *, annotator: str | None, consensus: bool) -> Source:
-        """From the command-line options `--annotator NAME | --consensus`."""
-        if annotator:
-            return cls("annotator", annotator)
-        return cls("consensus") if consensus else cls()
+    annotator: str
+    origin: str
+    support: str
+    association: str
+    relevance: dict[str, str] | None
+    diagnosis: str
 
 
 @dataclass
@@ -87,7 +70,7 @@ class ClaimState:
     facts: list[str]
     gaps: list[str]
     withdrawn: bool
-    verdicts: list[tuple] = field(default_factory=list)  # newest first
+    verdicts: list[Verdict] = field(default_factory=list)  # newest first
 
 
 @dataclass
@@ -134,31 +117,14 @@ class Lockstep:
 
 def choose(claim: ClaimState, source: Source) -> VerdictView | None:
     """The verdict the figures use for this claim; None when it has none from the source."""
-    verdicts = claim.verdicts  # (annotator, origin, support, association, relevance, diagnosis)
-    chosen = None
-    if source.mode == "default":
-        chosen = next((v for v in verdicts if v[1] == Origin.ADJUDICATION), None) or next(
-            (v for v in verdicts if v[1] == Origin.REVIEW), None
-        )
-    elif source.mode == "annotator":
-        chosen = next(
-            (v for v in verdicts if v[0] == source.annotator and v[1] != Origin.ADJUDICATION), None
-        )
-    else:
-        newest: dict[str, tuple] = {}
-        for v in verdicts:
-            if v[1] != Origin.ADJUDICATION:
-                newest.setdefault(v[0], v)
-        if not newest:
-            return None
-        counts = Counter(v[2] for v in newest.values())
-        label, votes = counts.most_common(1)[0]
-        if votes * 2 <= len(newest):
-            return VerdictView("no_consensus", _default_association(claim), {}, "")
-        chosen = next(v for v in newest.values() if v[2] == label)
+    chosen = counted(claim.verdicts, source)
     if chosen is None:
         return None
-    return VerdictView(chosen[2], chosen[3], chosen[4] or {}, chosen[5])
+    if chosen == NO_CONSENSUS:
+        return VerdictView(NO_CONSENSUS, _default_association(claim), {}, "")
+    return VerdictView(
+        chosen.support, chosen.association, chosen.relevance or {}, chosen.diagnosis
+    )
 
 
 def _default_association(claim: ClaimState) -> str:
@@ -193,8 +159,8 @@ def response_figures(
 def _claim_figures(factual, current, facts, gaps, source) -> dict[str, Any]:
     views = [(claim, choose(claim, source)) for claim in factual]
     counts = Counter(v.support if v else "unreviewed" for _, v in views)
-    verdicts = {label: counts[label] for label in (*LABELS, "unreviewed", "no_consensus")}
-    judged = [(c, v) for c, v in views if v is None or v.support != "no_consensus"]
+    verdicts = {label: counts[label] for label in (*LABELS, "unreviewed", NO_CONSENSUS)}
+    judged = [(c, v) for c, v in views if v is None or v.support != NO_CONSENSUS]
     n = len(judged)
     supported = [c for c, v in judged if v and v.support == "supported"]
     attached = [
@@ -304,8 +270,8 @@ class RunFigures:
 def run_metrics(
     *,
     run: Run,
-    source: Source = Source(),
-    keep_details: bool = False,  # noqa: B008
+    source: Source = Source(),  # noqa: B008
+    keep_details: bool = False,
 ) -> RunFigures:
     """Every figure of metrics.md for every response of the run, and the run totals."""
     per_response, details, totals = [], {}, Totals()
@@ -431,7 +397,9 @@ def iter_response_figures(
         ) in verdicts.take(pk):
             if claim_id in claims:
                 claims[claim_id].verdicts.append(
-                    (annotator, origin, support, association, _decoded(relevance), diagnosis)
+                    Verdict(
+                        annotator, origin, support, association, _decoded(relevance), diagnosis
+                    )
                 )
         ranked = [facts_of[pid] for _, pid in retrievals.take(pk)]
         cited_rows = citations.take(pk)
@@ -600,7 +568,7 @@ class Totals:
             "abstentions": self.abstentions,
             "claims": self.claims,
             "verdicts": {
-                label: self.verdicts[label] for label in (*LABELS, "unreviewed", "no_consensus")
+                label: self.verdicts[label] for label in (*LABELS, "unreviewed", NO_CONSENSUS)
             },
             "invented_over_gap": self.invented,
             "honest_misses_cases": self.honest_cases,

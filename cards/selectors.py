@@ -13,6 +13,8 @@ from cards.blind import blind_for
 from cards.models import Assignment, Claim, ClaimRevision, Origin, VerdictRevision
 from cards.prechecks import ClaimFacts, PassageFacts, ResponseFacts, prechecks
 from cards.progress import latest_review_complete, reviewed_condition
+from cards.verdicts import current as current_verdict
+from cards.verdicts import newest_labels
 from evidence.drift import drifted_from
 from evidence.models import Membership, Passage
 from replay.models import Citation, Response, Retrieval, Run
@@ -85,15 +87,6 @@ class ReviewPage:
         raise Http404("No such claim.")
 
 
-def _current(verdicts: list[VerdictRevision]) -> VerdictRevision | None:
-    """Adjudicated, else the newest reviewer verdict, else the newest imported one."""
-    for origin in (Origin.ADJUDICATION, Origin.REVIEW, Origin.IMPORTED):
-        for verdict in verdicts:  # newest first
-            if verdict.origin == origin:
-                return verdict
-    return None
-
-
 def review_page(*, run: Run, case_id: str, membership: Membership) -> ReviewPage:
     """Everything the case review page shows, in a fixed number of queries."""
     response = (
@@ -151,7 +144,7 @@ def review_page(*, run: Run, case_id: str, membership: Membership) -> ReviewPage
                 claim=claim,
                 revision=current_revision,
                 verdicts=visible,
-                current=_current(visible),
+                current=current_verdict(visible),
                 mine=mine,
                 mine_adjudication=mine_adjudication,
                 hidden_count=len(all_verdicts) - len(visible),
@@ -411,7 +404,7 @@ def assignments_for_run(*, run: Run) -> dict[int, list[str]]:
 class Disagreement:
     claim: Claim
     revision: ClaimRevision
-    verdicts: list[VerdictRevision]  # the newest of each annotator
+    verdicts: list[VerdictRevision]  # the label of each annotator (a namesake is another)
     adjudication: VerdictRevision | None
 
 
@@ -428,17 +421,11 @@ def disagreements(*, run: Run) -> list[Disagreement]:
     )
     found = []
     for claim in claims:
-        newest: dict[tuple[str, bool], VerdictRevision] = {}
-        adjudication = None
-        for verdict in claim.verdicts.all():
-            if verdict.origin == Origin.ADJUDICATION:
-                adjudication = adjudication or verdict
-            else:
-                # A local user and an imported annotator may share a name: keep them apart.
-                key = (verdict.annotator, verdict.origin == Origin.IMPORTED)
-                newest.setdefault(key, verdict)
-        if len({v.support for v in newest.values()}) > 1:
+        verdicts = claim.verdicts.all()
+        labels = newest_labels(verdicts)
+        if len({v.support for v in labels.values()}) > 1:
             revision = claim.revisions.all()[0]
             if not revision.withdrawn:
-                found.append(Disagreement(claim, revision, list(newest.values()), adjudication))
+                adjudication = next((v for v in verdicts if v.origin == Origin.ADJUDICATION), None)
+                found.append(Disagreement(claim, revision, list(labels.values()), adjudication))
     return found

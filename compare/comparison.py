@@ -242,7 +242,7 @@ def comparison_version(run_a: Run, run_b: Run) -> tuple:
 def compare_runs_cached(*, run_a: Run, run_b: Run, source: Source) -> Comparison:
     """The side-by-side page shows 20 pairs at a time: compute the comparison once per state."""
     # The import times too: a database restored or rolled back may hand out ids again.
-    identity = (run_a.pk, run_a.imported_at, run_b.pk, run_b.imported_at, source.label)
+    identity = (run_a.pk, run_a.imported_at, run_b.pk, run_b.imported_at, source.key)
     state = ":".join(map(str, (*identity, *comparison_version(run_a, run_b))))
     key = "compare:" + hashlib.sha256(state.encode()).hexdigest()
     comparison = cache.get(key)

@@ -27,7 +27,7 @@ def filter_pairs(pairs: list[Pair], show: str) -> list[Pair]:
 def _has_diagnosis(pair: Pair, code: str) -> bool:
     for detail in (pair.a, pair.b):
         for claim in detail.claims if detail else ():
-            if any(v[5] == code for v in claim.verdicts):
+            if any(v.diagnosis == code for v in claim.verdicts):
                 return True
     return False
 

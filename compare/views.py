@@ -7,7 +7,7 @@ from django.http import HttpResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from cards.agreement import annotators_of
+from cards.annotators import roster_of
 from cards.blind import require_unblinded
 from cards.metrics import Source
 from cards.models import Diagnosis
@@ -34,7 +34,8 @@ def run_compare(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     context = {"project": project, "membership": membership, "runs": runs, "a": run_a, "b": run_b}
     if run_a is None or run_b is None:
         return render(request, "compare/compare.html", context)
-    source = Source.parse(request.GET.get("source"))
+    roster = roster_of(runs=[run_a, run_b])
+    source = Source.parse(request.GET.get("source"), roster=roster)
     comparison = compare_runs_cached(run_a=run_a, run_b=run_b, source=source)
     shown = filter_pairs(comparison.pairs, request.GET.get("show", "all"))
     page = Paginator(shown, PAIRS_PER_PAGE).get_page(request.GET.get("page"))
@@ -46,7 +47,7 @@ def run_compare(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         "rows": [pair_rows(pair, source) for pair in page.object_list],
         "summary": summary_band(comparison),
         "metadata": metadata_rows(run_a, run_b),
-        "annotators": annotators_of(run=run_a),
+        "annotators": roster.names,
         "diagnosis_codes": Diagnosis.values,
         "figure_rows": [
             (name, comparison.metrics_a["micro"][name], comparison.metrics_b["micro"][name], diff)

@@ -7,7 +7,8 @@ from django.http import HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
-from cards.agreement import annotators_of, run_agreement
+from cards.agreement import run_agreement
+from cards.annotators import roster_of
 from cards.blind import require_unblinded
 from cards.dashboard import (
     WIDTH,
@@ -21,7 +22,7 @@ from cards.dashboard import (
     verdict_counts,
 )
 from cards.metrics import Source, run_metrics
-from cards.models import Support
+from cards.verdicts import LABELS
 from evidence.access import membership_for
 from evidence.http import HtmxHttpRequest
 from replay.selectors import run_for_project
@@ -44,7 +45,8 @@ def run_figures(
     membership = membership_for(user=request.user, slug=slug)
     require_unblinded(membership)
     run = run_for_project(project=membership.project, run_id=run_id)
-    source = Source.parse(request.GET.get("source"))
+    roster = roster_of(runs=[run])
+    source = Source.parse(request.GET.get("source"), roster=roster)
     figures = run_metrics(run=run, source=source)
     if fmt == "json":
         response = JsonResponse(
@@ -56,9 +58,9 @@ def run_figures(
         response = HttpResponse(figures_csv(figures), content_type="text/csv; charset=utf-8")
         response["Content-Disposition"] = f'attachment; filename="{run.run_id}-figures.csv"'
         return response
-    annotators = annotators_of(run=run)
+    annotators = roster.names
     chosen = [a for a in request.GET.getlist("annotator") if a in annotators]
-    agreement = run_agreement(run=run, annotators=chosen or annotators)
+    agreement = run_agreement(run=run, annotators=chosen, roster=roster)
     helper = sample_size_help(
         margin=_fraction(request.GET.get("margin"), 0.05, 0.005, 0.5),
         confidence=_fraction(request.GET.get("confidence"), 0.95, 0.5, 0.999),
@@ -72,7 +74,7 @@ def run_figures(
         "source": source,
         "annotators": annotators,
         "agreement": agreement,
-        "labels": [label for label, _ in Support.choices],
+        "labels": LABELS,
         "bar": verdict_bar(figures),
         "verdict_counts": verdict_counts(figures),
         "intervals": interval_rows(figures),

@@ -116,8 +116,6 @@
     return card && card.querySelector("form[data-verdict-form]");
   }
 
-  const SUPPORT = { 1: "supported", 2: "partial", 3: "unsupported", 4: "not_assessable" };
-
   document.addEventListener("keydown", function (event) {
     const target = event.target;
     const typing = target.matches && target.matches("input, textarea, select, [contenteditable]");
@@ -144,8 +142,9 @@
       focusCard(list[Math.min(index + 1, list.length - 1)] || list[0]);
     } else if (event.key === "k") {
       focusCard(list[Math.max(index - 1, 0)]);
-    } else if (SUPPORT[event.key] && verdictForm(card)) {
-      const radio = verdictForm(card).querySelector('input[name="support"][value="' + SUPPORT[event.key] + '"]');
+    } else if (/^[0-9]$/.test(event.key) && verdictForm(card)) {
+      // The form says which key picks which label (aria-keyshortcuts, from cards.labels).
+      const radio = verdictForm(card).querySelector('input[name="support"][aria-keyshortcuts="' + event.key + '"]');
       if (radio) {
         radio.checked = true;
         radio.dispatchEvent(new Event("change", { bubbles: true }));

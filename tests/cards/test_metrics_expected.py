@@ -6,6 +6,7 @@ import json
 
 import pytest
 
+from cards.annotators import Annotator
 from cards.metrics import Source, run_metrics
 from replay.models import Run
 from tests.conftest import KNOWN_ANSWERS
@@ -36,7 +37,7 @@ def as_pair(value):
 
 @pytest.fixture
 def figures(demo_runs):
-    source = Source("annotator", "seed-protocol")
+    source = Source.of(Annotator("seed-protocol", imported=True))
     return {
         run.run_id: run_metrics(run=run, source=source).as_json()
         for run in Run.objects.filter(project__slug="demo")

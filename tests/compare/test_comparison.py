@@ -6,6 +6,7 @@ import json
 import pytest
 from django.core.management import CommandError, call_command
 
+from cards.annotators import Annotator
 from cards.metrics import ClaimState, Source
 from compare.comparison import compare_runs, match_claims
 from replay.models import Run
@@ -13,7 +14,7 @@ from tests.cards.test_metrics_expected import EXPECTED
 from tests.conftest import bundle_bytes, import_bytes
 from tests.factories import synthetic_bundle
 
-SEED = Source("annotator", "seed-protocol")
+SEED = Source.of(Annotator("seed-protocol", imported=True))
 
 
 def comparison(a: str, b: str, source: Source = SEED):

@@ -16,7 +16,11 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("run_id")
         parser.add_argument("--project")
-        parser.add_argument("--annotators", nargs="+", help="default: all who labelled any claim")
+        parser.add_argument(
+            "--annotators",
+            nargs="+",
+            help="default: all who labelled any claim (imported:NAME for the imported NAME)",
+        )
         parser.add_argument("--json", action="store_true", help="JSON output (the default)")
 
     def handle(self, *args, **options) -> None:

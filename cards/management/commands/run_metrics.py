@@ -6,6 +6,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandParser
 
+from cards.annotators import roster_of
 from cards.metrics import Source, run_metrics
 from replay.commands import find_run
 
@@ -17,14 +18,19 @@ class Command(BaseCommand):
         parser.add_argument("run_id")
         parser.add_argument("--project")
         which = parser.add_mutually_exclusive_group()
-        which.add_argument("--annotator", help="use this annotator's newest verdicts")
+        which.add_argument(
+            "--annotator",
+            help="use this annotator's newest verdicts (imported:NAME for the imported NAME)",
+        )
         which.add_argument("--consensus", action="store_true", help="strict-majority label")
         parser.add_argument("--json", action="store_true", help="JSON output (the default)")
 
     def handle(self, *args, **options) -> None:
         run = find_run(options["project"], options["run_id"])
         source = Source.from_options(
-            annotator=options["annotator"], consensus=options["consensus"]
+            annotator=options["annotator"],
+            consensus=options["consensus"],
+            roster=roster_of(runs=[run]),
         )
         figures = run_metrics(run=run, source=source)
         self.stdout.write(json.dumps(figures.as_json(), indent=1, ensure_ascii=False))

@@ -6,6 +6,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
+from cards.annotators import roster_of
 from cards.metrics import Source
 from compare.comparison import compare_runs
 from replay.commands import find_run
@@ -19,7 +20,10 @@ class Command(BaseCommand):
         parser.add_argument("run_b", nargs="?", help="default: RUN_A's baseline_run_id")
         parser.add_argument("--project")
         which = parser.add_mutually_exclusive_group()
-        which.add_argument("--annotator", help="use this annotator's newest verdicts")
+        which.add_argument(
+            "--annotator",
+            help="use this annotator's newest verdicts (imported:NAME for the imported NAME)",
+        )
         which.add_argument("--consensus", action="store_true")
         parser.add_argument("--json", action="store_true", help="JSON output (the default)")
 
@@ -35,7 +39,9 @@ class Command(BaseCommand):
         if options["run_b"] is None:  # A replays its baseline: the baseline is the "before"
             run_a, run_b = run_b, run_a
         source = Source.from_options(
-            annotator=options["annotator"], consensus=options["consensus"]
+            annotator=options["annotator"],
+            consensus=options["consensus"],
+            roster=roster_of(runs=[run_a, run_b]),
         )
         comparison = compare_runs(run_a=run_a, run_b=run_b, source=source)
         self.stdout.write(json.dumps(comparison.as_json(), indent=1, ensure_ascii=False))
