@@ -6,9 +6,11 @@ import csv
 import io
 from dataclasses import dataclass
 
-from cards.metrics import CLAIM_FIGURES, LABELS, RunFigures
+from cards.figures import CLAIM_FIGURES
+from cards.metrics import RunFigures
 from cards.models import Support
 from cards.stats import Proportion, half_width, sample_size, wilson
+from cards.verdicts import LABELS
 
 FIGURE_TITLES = {
     "support": "Support S (supported / claims)",

@@ -16,17 +16,11 @@ from typing import Any
 from django.core.cache import cache
 from django.db.models import Max
 
-from cards.metrics import (
-    CLAIM_FIGURES,
-    ClaimState,
-    ResponseDetail,
-    Source,
-    choose,
-    run_metrics,
-    run_totals,
-)
+from cards.figures import CLAIM_FIGURES, ClaimState, choose, run_totals
+from cards.metrics import ResponseDetail, run_metrics
 from cards.models import ClaimRevision, ResponseReview, VerdictRevision
 from cards.stats import Proportion
+from cards.verdicts import Source
 from evidence.drift import drift_between
 from evidence.models import Expectation
 from replay.models import Run

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from cards.metrics import ClaimState, Source, choose
+from cards.figures import ClaimState, choose
+from cards.verdicts import Source
 from compare.comparison import Comparison, Pair
 from replay.models import Run
 

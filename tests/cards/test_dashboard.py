@@ -6,7 +6,8 @@ import csv
 import io
 
 from cards.dashboard import figures_csv
-from cards.metrics import CLAIM_FIGURES, run_metrics
+from cards.figures import CLAIM_FIGURES
+from cards.metrics import run_metrics
 from replay.models import Run
 from tests.conftest import bundle_bytes, import_bytes
 from tests.factories import synthetic_bundle

@@ -7,7 +7,8 @@ import pytest
 from django.core.management import CommandError, call_command
 
 from cards.annotators import Annotator
-from cards.metrics import ClaimState, Source
+from cards.figures import ClaimState
+from cards.verdicts import Source
 from compare.comparison import compare_runs, match_claims
 from replay.models import Run
 from tests.cards.test_metrics_expected import EXPECTED
