@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from django.contrib.auth.models import AbstractBaseUser
 
-from audit.export import Package
 from audit.models import AuditExport
+from audit.package import Package
 from evidence.models import Project
 from replay.models import Run
 
