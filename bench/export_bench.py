@@ -2,6 +2,7 @@
 
     .venv/bin/python bench/export_bench.py                      # N=10,000 and 2,000, 3 runs
     .venv/bin/python bench/export_bench.py --n 1000 --small 200 --runs 1   # a quick look
+    BENCH_DB=mine .venv/bin/python bench/export_bench.py        # another scratch database
 
 A benchmark, not a test: it prints figures (medians, and ratios to a floor
 measured in the same run) and asserts nothing about time or memory.
@@ -43,7 +44,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 BASE = os.environ.get("BENCH_PG", "postgres://postgres@127.0.0.1:5432")
-NAME = "evidence_export_bench"
+# The scratch database (created, then dropped): BENCH_DB names another, so that benches
+# run side by side do not drop each other's.
+NAME = os.environ.get("BENCH_DB", "evidence_export_bench")
 PROJECT = "bench"
 ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 CHUNK = 64 * 1024
