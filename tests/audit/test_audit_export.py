@@ -626,6 +626,36 @@ def test_an_out_path_in_a_missing_directory_is_a_clean_error(demo_runs, tmp_path
         export(out=tmp_path / "no-such-directory" / "package.zip")
 
 
+def test_an_out_path_that_is_a_directory_is_a_one_line_error_and_writes_nothing(
+    demo_runs, tmp_path
+):
+    folder = tmp_path / "packages"
+    folder.mkdir()
+    with pytest.raises(CommandError) as caught:
+        export(out=folder)
+    assert caught.value.returncode == 1
+    assert str(caught.value) == f"{folder}: is a directory, not a file"
+    assert list(tmp_path.iterdir()) == [folder]
+    assert list(folder.iterdir()) == []
+    assert not AuditExport.objects.exists()
+
+
+def test_a_package_the_system_refuses_to_store_is_a_one_line_error_and_leaves_nothing(
+    demo_runs, tmp_path, monkeypatch
+):
+    def refuse(source, target):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(os, "replace", refuse)
+    out = tmp_path / "package.zip"
+    with pytest.raises(CommandError) as caught:
+        export(out=out)
+    assert caught.value.returncode == 1
+    assert str(caught.value) == f"{out}: cannot write the package: Permission denied"
+    assert list(tmp_path.iterdir()) == []
+    assert not AuditExport.objects.exists()
+
+
 def test_the_command_overwrites_an_older_package_at_the_same_path(demo_runs, tmp_path):
     out = tmp_path / "package.zip"
     out.write_bytes(b"an older file")

@@ -28,10 +28,17 @@ class Command(BaseCommand):
         except LookupError as exc:
             raise CommandError(str(exc)) from None
         target = os.path.abspath(options["out"])
-        if not os.path.isdir(os.path.dirname(target)):
-            raise CommandError(f"{os.path.dirname(target)}: no such directory")
+        folder = os.path.dirname(target)
+        # Checked before anything is written: cli.md wants one line and exit 1, not a traceback.
+        if os.path.isdir(target):
+            raise CommandError(f"{target}: is a directory, not a file")
+        if not os.path.isdir(folder):
+            raise CommandError(f"{folder}: no such directory")
         # Write beside the target and rename: a failed export leaves no half package.
-        handle, partial = tempfile.mkstemp(dir=os.path.dirname(target), suffix=".partial")
+        try:
+            handle, partial = tempfile.mkstemp(dir=folder, suffix=".partial")
+        except OSError as exc:
+            raise CommandError(f"{folder}: cannot write here: {exc.strerror}") from None
         try:
             with os.fdopen(handle, "wb") as out:
                 for _ in export_stream(package, out):
@@ -40,6 +47,9 @@ class Command(BaseCommand):
         except AuditExportError as exc:
             os.unlink(partial)
             raise CommandError(f"export refused: {exc}") from None
+        except OSError as exc:  # a full disk, a target the system will not replace …
+            os.unlink(partial)
+            raise CommandError(f"{target}: cannot write the package: {exc.strerror}") from None
         except BaseException:
             os.unlink(partial)
             raise
