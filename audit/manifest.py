@@ -44,8 +44,9 @@ What is here
   runs/RUN/responses.jsonl    each answer as shown, its citations, abstained flag and trace
   runs/RUN/retrieval.jsonl    the ranked retrieval output
   cards/cards.jsonl, .csv     one row per claim: its current verdict with the exact passage text
-  cards/revisions.jsonl       every claim and verdict revision, each claim's chain in order,
-                              with prev_sha256 and sha256 (canonical JSON, keys sorted)
+  cards/revisions.jsonl       every claim and verdict revision, oldest first (the chains are
+                              interleaved, each in order), with prev_sha256 and sha256
+                              (canonical JSON, keys sorted)
   metrics/RUN.json            the run's figures (metrics.md), verdicts from the default source
   replay/A__B.json            the comparison of two runs, when one was asked for
 

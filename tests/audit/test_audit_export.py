@@ -10,13 +10,16 @@ import os
 import subprocess
 import sys
 from collections.abc import Iterator
+from datetime import timedelta
 
 import pytest
 from django.core.management import CommandError, call_command
 from django.db.models import Max
 from django.urls import reverse
+from django.utils import timezone
 
 from audit.models import AuditExport
+from audit.verify import verify
 from cards.models import Claim, ClaimRevision, VerdictRevision
 from cards.services import claim_create, claim_revise, verdict_save
 from evidence.canonical import canonical_json, rfc3339, text_sha256
@@ -364,6 +367,58 @@ def test_revisions_carry_every_claim_and_verdict_revision_of_each_chain_in_order
     assert manifest(members(out))["chain_heads"]["demo/q017-r1/Q-017/C-017-2"] == (
         reviewed.verdicts.get(seq=6).sha256
     )
+
+
+def test_revisions_are_listed_oldest_first_across_chains_and_runs(reviewed, tmp_path):
+    out = tmp_path / "package.zip"
+    export(out=out)
+    revisions = rows(members(out)["cards/revisions.jsonl"])
+    times = [r["created_at"] for r in revisions]
+    assert times == sorted(times)
+    # The local work on q017-r1's C-017-2 is the newest: it comes after every imported row.
+    local = [r for r in revisions if r["origin"] != "imported"]
+    assert [(r["run_id"], r["claim_id"], r["seq"]) for r in local] == [
+        ("q017-r1", "C-017-2", seq) for seq in (3, 4, 5, 6)
+    ]
+    assert revisions[-len(local) :] == local
+    assert verify(str(out))["revisions"] == len(revisions)
+
+
+def test_revisions_of_one_time_are_listed_claim_by_claim_in_chain_order(demo_runs, tmp_path):
+    out = tmp_path / "package.zip"
+    export("--run", "q017-r1", out=out)
+    revisions = rows(members(out)["cards/revisions.jsonl"])
+    assert len({r["created_at"] for r in revisions}) == 1  # one import
+    claims = Claim.objects.filter(response__run__run_id="q017-r1").order_by("pk")
+    expected = [
+        (claim.key, seq)
+        for claim in claims
+        for seq in range(1, claim.revisions.count() + claim.verdicts.count() + 1)
+    ]
+    assert [(r["claim_id"], r["seq"]) for r in revisions] == expected
+
+
+def test_a_revision_dated_before_the_one_it_follows_is_listed_right_after_it(
+    demo_runs, reviewer, tmp_path, monkeypatch
+):
+    claim = Claim.objects.get(response__run__run_id="q017-r1", key="C-017-2")
+    verdict_save(
+        claim=claim, author=reviewer, support="partial", reason="The window drops a condition.",
+        seen_claim_seq=1, seen_own_seq=None,
+    )  # fmt: skip
+    earlier = claim.verdicts.get(seq=3).created_at - timedelta(minutes=5)
+    monkeypatch.setattr(timezone, "now", lambda: earlier)  # the clock was set back
+    verdict_save(
+        claim=claim, author=reviewer, support="supported", reason="Read again: it holds.",
+        seen_claim_seq=1, seen_own_seq=3,
+    )  # fmt: skip
+    monkeypatch.undo()
+    out = tmp_path / "package.zip"
+    export("--run", "q017-r1", out=out)
+    revisions = rows(members(out)["cards/revisions.jsonl"])
+    assert [(r["claim_id"], r["seq"]) for r in revisions[-2:]] == [("C-017-2", 3), ("C-017-2", 4)]
+    assert revisions[-1]["created_at"] == rfc3339(earlier)
+    assert verify(str(out))["revisions"] == len(revisions)
 
 
 def test_passages_are_every_passage_an_exported_response_retrieved_or_cited(demo_runs, tmp_path):
