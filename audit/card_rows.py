@@ -1,4 +1,8 @@
-"""cards/cards.jsonl and cards/cards.csv: one row per claim, its current state and verdict."""
+"""cards/cards.jsonl and cards/cards.csv: one row per claim, its current state and verdict.
+
+The verdict is the one the package's figures count for the claim (`Package.source`,
+chosen by cards.metrics), so a card and metrics/RUN.json never tell two stories.
+"""
 
 from __future__ import annotations
 
@@ -9,8 +13,8 @@ from typing import IO
 
 from audit.package import CHUNK, Package
 from audit.zipstream import lines
-from cards.metrics import Lockstep
-from cards.models import ClaimRevision, Origin, VerdictRevision
+from cards.metrics import NO_CONSENSUS, Lockstep, chosen_verdict
+from cards.models import ClaimRevision, VerdictRevision
 from evidence.canonical import rfc3339
 from evidence.models import Passage
 from replay.models import Run
@@ -86,9 +90,18 @@ def _cards_of(*, package: Package, run: Run) -> Iterator[dict]:
             continue  # an older revision of the same claim
         previous = position
         case_id, key = row["claim__response__case__case_id"], row["claim__key"]
-        verdict = _current_verdict([v for _, v in verdicts.take(position)])
-        if verdict is None and not row["withdrawn"]:
-            package.missing.append(f"cards: {run.run_id}/{case_id}/{key} was never judged")
+        claim_verdicts = [verdict for _, verdict in verdicts.take(position)]
+        chosen = chosen_verdict(
+            [(v["annotator"], v["origin"], v["support"], v) for v in claim_verdicts],
+            package.source,
+        )
+        if chosen is None and not row["withdrawn"]:
+            name = f"cards: {run.run_id}/{case_id}/{key}"
+            package.missing.append(
+                f"{name} has no verdict from {package.source.label}"
+                if claim_verdicts
+                else f"{name} was never judged"
+            )
         yield {
             "run_id": run.run_id,
             "snapshot": run.snapshot.name,
@@ -101,23 +114,19 @@ def _cards_of(*, package: Package, run: Run) -> Iterator[dict]:
             "citations": row["citations"],
             "facts": row["facts"],
             "gaps": row["gaps"],
-            **_verdict_fields(verdict),
+            **_verdict_fields(chosen),
             "prechecks": hints.get(case_id, {}).get(key, []),
         }
 
 
-def _current_verdict(verdicts: list[dict]) -> dict | None:
-    """Adjudicated, else the newest reviewer verdict, else the newest imported judgement."""
-    for origin in (Origin.ADJUDICATION, Origin.REVIEW, Origin.IMPORTED):
-        for verdict in verdicts:  # newest first
-            if verdict["origin"] == origin:
-                return verdict
-    return None
-
-
-def _verdict_fields(verdict: dict | None) -> dict:
-    if verdict is None:
+def _verdict_fields(chosen: tuple | str | None) -> dict:
+    """The card's verdict fields: all null without a verdict; only the label without a
+    consensus (no one verdict stands for it)."""
+    if chosen is None:
         return dict.fromkeys(VERDICT_FIELDS)
+    if chosen == NO_CONSENSUS:
+        return {**dict.fromkeys(VERDICT_FIELDS), "support": NO_CONSENSUS}
+    verdict = chosen[-1]
     return {
         "association": verdict["association"],
         "support": verdict["support"],

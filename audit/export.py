@@ -87,6 +87,5 @@ def _members(package: Package, zip_stream: ZipStream) -> Iterator[bytes]:
     yield from member("cards/revisions.jsonl", lines(revision_rows(package=package)))
     if package.compare:
         a, b = package.compare
-        yield from member(
-            f"replay/{a.run_id}__{b.run_id}.json", [line(comparison(run_a=a, run_b=b))]
-        )
+        figures = comparison(package=package, run_a=a, run_b=b)
+        yield from member(f"replay/{a.run_id}__{b.run_id}.json", [line(figures)])

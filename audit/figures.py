@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from audit.package import Package
-from cards.metrics import Source, Totals, iter_response_figures, to_json
+from cards.metrics import Totals, iter_response_figures, to_json
 from compare.comparison import compare_runs
 from evidence.canonical import canonical_json
 from replay.models import Run
@@ -15,7 +15,7 @@ def metrics_chunks(*, package: Package, run: Run) -> Iterator[bytes]:
     """metrics/RUN.json, streamed: the canonical JSON of `run_metrics`, built response by
     response (keys sorted: per_response, run, run_id, verdicts_from). The claims'
     pre-check hints are kept for the cards, nothing else."""
-    source = Source()
+    source = package.source
     totals = Totals()
     hints = package.hints.setdefault(run.pk, {})
     yield b'{"per_response":['
@@ -29,6 +29,6 @@ def metrics_chunks(*, package: Package, run: Run) -> Iterator[bytes]:
     yield b',"verdicts_from":' + canonical_json(source.label) + b"}\n"
 
 
-def comparison(*, run_a: Run, run_b: Run) -> dict:
-    """replay/A__B.json: what `compare_runs A B --json` prints."""
-    return compare_runs(run_a=run_a, run_b=run_b, source=Source()).as_json()
+def comparison(*, package: Package, run_a: Run, run_b: Run) -> dict:
+    """replay/A__B.json: what `compare_runs A B --json` prints, with the package's source."""
+    return compare_runs(run_a=run_a, run_b=run_b, source=package.source).as_json()

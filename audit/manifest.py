@@ -21,6 +21,7 @@ def manifest_bytes(*, package: Package, files: list[dict]) -> bytes:
         "project": package.project.slug,
         "runs": [run.run_id for run in package.runs],
         "compare": [run.run_id for run in package.compare] if package.compare else None,
+        "verdicts_from": package.source.label,
         "created_at": rfc3339(package.newest),
         "files": files,
         "chain_heads": package.chain_heads,
@@ -43,12 +44,19 @@ What is here
   runs/RUN/run.json           run metadata as imported
   runs/RUN/responses.jsonl    each answer as shown, its citations, abstained flag and trace
   runs/RUN/retrieval.jsonl    the ranked retrieval output
-  cards/cards.jsonl, .csv     one row per claim: its current verdict with the exact passage text
+  cards/cards.jsonl, .csv     one row per claim: its verdict with the exact passage text
   cards/revisions.jsonl       every claim and verdict revision, oldest first (the chains are
                               interleaved, each in order), with prev_sha256 and sha256
                               (canonical JSON, keys sorted)
-  metrics/RUN.json            the run's figures (metrics.md), verdicts from the default source
+  metrics/RUN.json            the run's figures (metrics.md)
   replay/A__B.json            the comparison of two runs, when one was asked for
+
+Which verdicts
+  The cards show, and the figures count, the verdicts of one source, named in manifest.json
+  as verdicts_from (metrics.md): "default" (a lead's adjudication, else the newest verdict
+  of a reviewer; imported judgements are not counted), "annotator:NAME" (that annotator's
+  newest verdict), or "consensus" (the strict majority of the annotators' newest labels,
+  else no_consensus). Every verdict of every source is in cards/revisions.jsonl.
 
 What verify.py proves, and what it does not
   It proves the files are those the manifest lists, unchanged, that every passage text
@@ -97,7 +105,9 @@ CARDS_SCHEMA = {
         "facts": {"type": "array", "items": {"type": "string"}},
         "gaps": {"type": "array", "items": {"type": "string"}},
         "association": {"enum": ["attached", "missing", None]},
-        "support": {"enum": ["supported", "partial", "unsupported", "not_assessable", None]},
+        "support": {
+            "enum": ["supported", "partial", "unsupported", "not_assessable", "no_consensus", None]
+        },
         "contradicts": {"type": ["boolean", "null"]},
         "reason": {"type": ["string", "null"]},
         "diagnosis": {"type": ["string", "null"]},

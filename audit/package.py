@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from datetime import datetime
 
+from cards.metrics import Source
 from evidence.models import Project
 from replay.models import Run
 
@@ -28,6 +29,8 @@ class Package:
     project: Project
     runs: list[Run]
     compare: tuple[Run, Run] | None = None
+    # Whose verdicts the cards show and the figures count: one story (docs/decisions.md).
+    source: Source = Source()  # noqa: RUF009 - frozen, so one default instance is safe
     # Collected while writing:
     missing: list[str] = field(default_factory=list)
     passage_ids: set[int] = field(default_factory=set)

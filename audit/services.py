@@ -6,13 +6,20 @@ from django.contrib.auth.models import AbstractBaseUser
 
 from audit.models import AuditExport
 from audit.package import Package
+from cards.metrics import Source
 from evidence.models import Project
 from replay.models import Run
 
 
 def audit_package(
-    *, slug: str, run_ids: list[str] | None = None, compare: list[str] | None = None
+    *,
+    slug: str,
+    run_ids: list[str] | None = None,
+    compare: list[str] | None = None,
+    source: Source = Source(),  # noqa: B008 - frozen
 ) -> Package:
+    """The runs asked for (every run by default) and the compared pair; LookupError names
+    a project or run that does not exist."""
     project = Project.objects.filter(slug=slug).first()
     if project is None:
         raise LookupError(f"project {slug!r} does not exist")
@@ -26,7 +33,9 @@ def audit_package(
     if compare:
         pair = (by_id[compare[0]], by_id[compare[1]])
         wanted = list(dict.fromkeys([*wanted, *compare]))
-    return Package(project=project, runs=[by_id[r] for r in sorted(wanted)], compare=pair)
+    return Package(
+        project=project, runs=[by_id[r] for r in sorted(wanted)], compare=pair, source=source
+    )
 
 
 def audit_record(*, package: Package, user: AbstractBaseUser | None) -> AuditExport:

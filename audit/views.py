@@ -11,7 +11,9 @@ from django.views.decorators.http import require_GET
 
 from audit.export import AuditExportError, export_stream
 from audit.models import AuditExport
+from audit.selectors import project_annotators
 from audit.services import audit_package, audit_record
+from cards.metrics import Source
 from evidence.access import membership_for
 from evidence.http import HtmxHttpRequest
 from evidence.models import Role
@@ -34,6 +36,7 @@ def audit_export(request: HtmxHttpRequest, slug: str) -> HttpResponse:
                 slug=slug,
                 run_ids=request.GET.getlist("run") or None,
                 compare=compare if all(compare) else None,
+                source=Source.parse(request.GET.get("source")),
             )
         except LookupError as exc:
             messages.error(request, str(exc))
@@ -50,6 +53,7 @@ def audit_export(request: HtmxHttpRequest, slug: str) -> HttpResponse:
             "project": project,
             "membership": membership,
             "runs": runs,
+            "annotators": project_annotators(project=project),
             "exports": AuditExport.objects.filter(project=project).select_related("exported_by")[
                 :50
             ],

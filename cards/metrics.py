@@ -130,9 +130,23 @@ class Lockstep:
         return []
 
 
+NO_CONSENSUS = "no_consensus"
+
+
 def choose(claim: ClaimState, source: Source) -> VerdictView | None:
     """The verdict the figures use for this claim; None when it has none from the source."""
-    verdicts = claim.verdicts  # (annotator, origin, support, association, relevance, diagnosis)
+    chosen = chosen_verdict(claim.verdicts, source)
+    if chosen is None:
+        return None
+    if chosen == NO_CONSENSUS:
+        return VerdictView(NO_CONSENSUS, _default_association(claim), {}, "")
+    return VerdictView(chosen[2], chosen[3], chosen[4] or {}, chosen[5])
+
+
+def chosen_verdict(verdicts: list[tuple], source: Source) -> tuple | str | None:
+    """The verdict the source picks among a claim's verdicts (newest first), as given, or
+    NO_CONSENSUS, or None. Each verdict starts (annotator, origin, support, …): the audit
+    package shows the same verdict on its cards as its figures count."""
     chosen = None
     if source.mode == "default":
         chosen = next((v for v in verdicts if v[1] == Origin.ADJUDICATION), None) or next(
@@ -152,11 +166,9 @@ def choose(claim: ClaimState, source: Source) -> VerdictView | None:
         counts = Counter(v[2] for v in newest.values())
         label, votes = counts.most_common(1)[0]
         if votes * 2 <= len(newest):
-            return VerdictView("no_consensus", _default_association(claim), {}, "")
+            return NO_CONSENSUS
         chosen = next(v for v in newest.values() if v[2] == label)
-    if chosen is None:
-        return None
-    return VerdictView(chosen[2], chosen[3], chosen[4] or {}, chosen[5])
+    return chosen
 
 
 def _default_association(claim: ClaimState) -> str:

@@ -1,4 +1,5 @@
-"""export_audit --project SLUG [--run RUN_ID]… [--compare RUN_A RUN_B] --out PATH"""
+"""export_audit --project SLUG [--run RUN_ID]… [--compare RUN_A RUN_B]
+[--annotator NAME | --consensus] --out PATH"""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from audit.export import AuditExportError, export_stream
 from audit.services import audit_package, audit_record
+from cards.metrics import Source
 
 
 class Command(BaseCommand):
@@ -18,12 +20,22 @@ class Command(BaseCommand):
         parser.add_argument("--project", required=True)
         parser.add_argument("--run", action="append", dest="runs", help="default: every run")
         parser.add_argument("--compare", nargs=2, metavar=("RUN_A", "RUN_B"))
+        which = parser.add_mutually_exclusive_group()
+        which.add_argument(
+            "--annotator", help="cards and figures from this annotator's newest verdicts"
+        )
+        which.add_argument("--consensus", action="store_true", help="strict-majority label")
         parser.add_argument("--out", required=True)
 
     def handle(self, *args, **options) -> None:
         try:
             package = audit_package(
-                slug=options["project"], run_ids=options["runs"], compare=options["compare"]
+                slug=options["project"],
+                run_ids=options["runs"],
+                compare=options["compare"],
+                source=Source.from_options(
+                    annotator=options["annotator"], consensus=options["consensus"]
+                ),
             )
         except LookupError as exc:
             raise CommandError(str(exc)) from None
