@@ -63,7 +63,7 @@ def _cards_of(*, package: Package, run: Run) -> Iterator[dict]:
             "diagnosis",
             "note",
             "created_at",
-        )  # fmt: skip
+        )
         .iterator(chunk_size=CHUNK)
     )
     previous = None
@@ -82,7 +82,7 @@ def _cards_of(*, package: Package, run: Run) -> Iterator[dict]:
             "citations",
             "facts",
             "gaps",
-        )  # fmt: skip
+        )
         .iterator(chunk_size=CHUNK)
     ):
         position = (row["claim__response__position"], row["claim__position"])

@@ -26,7 +26,7 @@ def case_rows(*, package: Package) -> Iterator[dict]:
             "relevant_refs",
             "known_gaps",
             "sha256",
-        )  # fmt: skip
+        )
         .iterator(chunk_size=CHUNK)
     ):
         yield {

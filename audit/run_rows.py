@@ -47,7 +47,7 @@ def response_rows(*, package: Package, run: Run) -> Iterator[dict]:
             "text",
             "abstained",
             "trace",
-        )  # fmt: skip
+        )
         .iterator(chunk_size=CHUNK)
     ):
         case_id = row["case__case_id"]
@@ -81,8 +81,14 @@ def retrieval_rows(*, package: Package, run: Run) -> Iterator[dict]:
         Retrieval.objects.filter(response__run=run)
         .order_by("response__position", "rank")
         .values(
-            "response__case__case_id", "rank", "passage__ref", "score", "filters", "passage_id"
-        )  # fmt: skip
+            "response__case__case_id",
+            "rank",
+            "passage__ref",
+            "score",
+            "score_as_imported",
+            "filters",
+            "passage_id",
+        )
         .iterator(chunk_size=CHUNK)
     ):
         package.passage_ids.add(row["passage_id"])
@@ -90,6 +96,14 @@ def retrieval_rows(*, package: Package, run: Run) -> Iterator[dict]:
             "case_id": row["response__case__case_id"],
             "rank": row["rank"],
             "ref": row["passage__ref"],
-            "score": row["score"],
+            "score": _score(row),
             "filters": row["filters"],
         }
+
+
+def _score(row: dict) -> int | float | None:
+    """The score as the bundle wrote it: `score_as_imported` keeps `1` an integer, where the
+    float column would give 1.0; rows imported before it was kept have only the float."""
+    if row["score_as_imported"] is not None:
+        return row["score_as_imported"]
+    return row["score"]
