@@ -80,10 +80,10 @@ def downloaded(client, query: str = "") -> bytes:
     return b"".join(response.streaming_content)
 
 
-# An export that fails half-way leaves its ZipFile to the garbage collector, which then writes
-# to a closed file (see test_audit_tamper.py::test_a_refused_export_says_one_line_on_stderr).
-# Its echo is collected here, inside these tests, not in whichever test runs next.
-pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+# An export that fails half-way closes its zip (ZipStream.abandon): one left to the garbage
+# collector would write to a closed file. Collected after each test and made an error, so
+# such a regression fails here rather than echoing in whichever test runs next.
+pytestmark = pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")
 
 
 @pytest.fixture(autouse=True)
