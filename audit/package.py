@@ -30,7 +30,7 @@ class Package:
     runs: list[Run]
     compare: tuple[Run, Run] | None = None
     # Whose verdicts the cards show and the figures count: one story (docs/decisions.md).
-    source: Source = Source()  # noqa: RUF009 - frozen, so one default instance is safe
+    source: Source = Source()  # frozen: one default instance is safe to share
     # Collected while writing:
     missing: list[str] = field(default_factory=list)
     passage_ids: set[int] = field(default_factory=set)

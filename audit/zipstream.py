@@ -1,9 +1,11 @@
 """The zip of an audit package: deterministic members written as a stream.
 
-Every member gets the same ZipInfo settings (date, mode, compression), so the
-same files give the same zip bytes. The zip is written to an unseekable sink,
-so each member carries a data descriptor and the bytes can leave as soon as
-they are made: the browser download and the command line produce the same zip.
+Every member gets the same ZipInfo settings (date, system, mode, compression
+level, zip64), set here rather than left to zipfile's defaults, so the same
+files give the same zip bytes on any OS. The zip is written to an unseekable
+sink, so each member carries a data descriptor and the bytes can leave as soon
+as they are made: the browser download and the command line produce the same
+zip.
 """
 
 from __future__ import annotations
@@ -30,7 +32,6 @@ class Sink(io.RawIOBase):
     def __init__(self, out: IO[bytes] | None = None):
         self.out = out
         self.chunks: list[bytes] = []
-        self.position = 0
 
     def writable(self) -> bool:
         return True
@@ -41,7 +42,6 @@ class Sink(io.RawIOBase):
             self.out.write(data)
         else:
             self.chunks.append(data)
-        self.position += len(data)
         return len(data)
 
     def tell(self) -> int:
