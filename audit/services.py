@@ -4,15 +4,24 @@ from __future__ import annotations
 
 from django.contrib.auth.models import AbstractBaseUser
 
-from audit.export import Package
 from audit.models import AuditExport
+from audit.package import Package
+from cards.annotators import roster_of
+from cards.verdicts import Source
 from evidence.models import Project
 from replay.models import Run
 
 
 def audit_package(
-    *, slug: str, run_ids: list[str] | None = None, compare: list[str] | None = None
+    *,
+    slug: str,
+    run_ids: list[str] | None = None,
+    compare: list[str] | None = None,
+    source: str | None = None,
 ) -> Package:
+    """The runs asked for (every run by default), the compared pair, and the verdict source
+    (a label as `Source.parse` reads it, names resolved among these runs' annotators);
+    LookupError names a project or run that does not exist."""
     project = Project.objects.filter(slug=slug).first()
     if project is None:
         raise LookupError(f"project {slug!r} does not exist")
@@ -26,7 +35,13 @@ def audit_package(
     if compare:
         pair = (by_id[compare[0]], by_id[compare[1]])
         wanted = list(dict.fromkeys([*wanted, *compare]))
-    return Package(project=project, runs=[by_id[r] for r in sorted(wanted)], compare=pair)
+    chosen = [by_id[r] for r in sorted(wanted)]
+    return Package(
+        project=project,
+        runs=chosen,
+        compare=pair,
+        source=Source.parse(source, roster=roster_of(runs=chosen)),
+    )
 
 
 def audit_record(*, package: Package, user: AbstractBaseUser | None) -> AuditExport:

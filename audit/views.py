@@ -11,6 +11,7 @@ from django.views.decorators.http import require_GET
 
 from audit.export import AuditExportError, export_stream
 from audit.models import AuditExport
+from audit.selectors import project_annotators
 from audit.services import audit_package, audit_record
 from evidence.access import membership_for
 from evidence.http import HtmxHttpRequest
@@ -34,6 +35,7 @@ def audit_export(request: HtmxHttpRequest, slug: str) -> HttpResponse:
                 slug=slug,
                 run_ids=request.GET.getlist("run") or None,
                 compare=compare if all(compare) else None,
+                source=request.GET.get("source"),
             )
         except LookupError as exc:
             messages.error(request, str(exc))
@@ -50,6 +52,7 @@ def audit_export(request: HtmxHttpRequest, slug: str) -> HttpResponse:
             "project": project,
             "membership": membership,
             "runs": runs,
+            "annotators": project_annotators(project=project),
             "exports": AuditExport.objects.filter(project=project).select_related("exported_by")[
                 :50
             ],

@@ -735,6 +735,7 @@ class _Importer:
                         next(retrieval_ids), response_pk, item["rank"],
                         self.passages[item["ref"]].pk,
                         float(item["score"]) if "score" in item else None,
+                        to_json(item.get("score")),  # score_as_imported: the JSON number
                         to_json(item.get("filters")),
                     )
                 )  # fmt: skip
@@ -904,7 +905,9 @@ RESPONSE_COLUMNS = _quoted(
     "abstained",
     "trace",
 )
-RETRIEVAL_COLUMNS = _quoted("id", "response_id", "rank", "passage_id", "score", "filters")
+RETRIEVAL_COLUMNS = _quoted(
+    "id", "response_id", "rank", "passage_id", "score", "score_as_imported", "filters"
+)
 CITATION_COLUMNS = _quoted("id", "response_id", "position", "marker", "passage_id", "start", "end")
 CLAIM_COLUMNS = _quoted("id", "response_id", "key", "position")
 CLAIM_REVISION_COLUMNS = _quoted(

@@ -86,6 +86,9 @@ class Retrieval(models.Model):
     rank = models.PositiveIntegerField()
     passage = models.ForeignKey(Passage, models.PROTECT, related_name="+")
     score = models.FloatField(null=True, blank=True)
+    # The same score as the bundle's JSON number (`1` stays 1, not 1.0; an integer keeps all
+    # its digits), for the audit package; null for rows imported before it was kept.
+    score_as_imported = VerbatimJSONField(null=True, blank=True)
     filters = VerbatimJSONField(null=True, blank=True)
 
     class Meta:

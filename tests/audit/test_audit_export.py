@@ -9,16 +9,20 @@ import json
 import os
 import subprocess
 import sys
+from collections import Counter
 from collections.abc import Iterator
+from datetime import timedelta
 
 import pytest
 from django.core.management import CommandError, call_command
 from django.db.models import Max
 from django.urls import reverse
+from django.utils import timezone
 
 from audit.models import AuditExport
+from audit.verify import verify
 from cards.models import Claim, ClaimRevision, VerdictRevision
-from cards.services import claim_create, claim_revise, verdict_save
+from cards.services import claim_create, claim_revise, response_mark_complete, verdict_save
 from evidence.canonical import canonical_json, rfc3339, text_sha256
 from evidence.models import Passage
 from replay.models import Citation, Response, Retrieval, Run
@@ -76,10 +80,10 @@ def downloaded(client, query: str = "") -> bytes:
     return b"".join(response.streaming_content)
 
 
-# An export that fails half-way leaves its ZipFile to the garbage collector, which then writes
-# to a closed file (see test_audit_tamper.py::test_a_refused_export_says_one_line_on_stderr).
-# Its echo is collected here, inside these tests, not in whichever test runs next.
-pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+# An export that fails half-way closes its zip (ZipStream.abandon): one left to the garbage
+# collector would write to a closed file. Collected after each test and made an error, so
+# such a regression fails here rather than echoing in whichever test runs next.
+pytestmark = pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")
 
 
 @pytest.fixture(autouse=True)
@@ -194,7 +198,7 @@ def test_missing_names_traces_not_imported_and_claims_never_judged(project, tmp_
     answers[1]["claims"][1]["judgements"] = []
     import_bytes(bundle_bytes(*lines))
     out = tmp_path / "package.zip"
-    export(out=out)
+    export("--annotator", "judge-0", out=out)
     files = members(out)
     assert manifest(files)["missing"] == [
         "cards: untraced/case-1/c1 was never judged",
@@ -210,7 +214,7 @@ def test_missing_names_traces_not_imported_and_claims_never_judged(project, tmp_
 
 def test_a_fully_judged_run_with_traces_misses_nothing(demo_runs, tmp_path):
     out = tmp_path / "package.zip"
-    export("--run", "q017-r1", out=out)
+    export("--run", "q017-r1", "--annotator", "seed-protocol", out=out)
     assert manifest(members(out))["missing"] == ["runs/q017-r1: trace of case Q-017"]
 
 
@@ -221,7 +225,7 @@ def test_a_trace_that_was_imported_is_exported_and_not_listed_as_missing(project
     answers[0]["trace"] = trace
     import_bytes(bundle_bytes(*lines))
     out = tmp_path / "package.zip"
-    export(out=out)
+    export("--annotator", "judge-0", out=out)
     files = members(out)
     assert manifest(files)["missing"] == ["runs/traced: trace of case case-1"]
     assert [r["trace"] for r in rows(files["runs/traced/responses.jsonl"])] == [trace, None]
@@ -332,6 +336,91 @@ def test_a_card_shows_the_current_verdict_the_adjudication_over_the_reviews(revi
     assert card["judged_at"] == rfc3339(adjudication.created_at)
 
 
+# The verdict sources of run_metrics, as export_audit takes them: label → options.
+SOURCES = {
+    "default": (),
+    "annotator:seed-protocol": ("--annotator", "seed-protocol"),
+    "annotator:alice": ("--annotator", "alice"),
+    "consensus": ("--consensus",),
+}
+
+
+@pytest.mark.parametrize("label", SOURCES)
+def test_each_card_shows_the_verdict_the_packages_figures_count(reviewed, tmp_path, label):
+    out = tmp_path / "package.zip"
+    export(*SOURCES[label], out=out)
+    files = members(out)
+    assert manifest(files)["verdicts_from"] == label
+    cards = rows(files["cards/cards.jsonl"])
+    counted = Counter()
+    for run_id in all_run_ids():
+        figures = json.loads(files[f"metrics/{run_id}.json"])
+        assert figures["verdicts_from"] == label
+        for response in figures["per_response"]:
+            if response["verdicts"] is None:
+                continue  # an unreviewed response: the figures count none of its claims
+            labels = Counter(
+                card["support"] or "unreviewed"
+                for card in cards
+                if (card["run_id"], card["case_id"]) == (run_id, response["case_id"])
+                and card["kind"] == "factual"
+                and not card["withdrawn"]
+            )
+            assert labels == Counter(response["verdicts"]), (run_id, response["case_id"])
+            counted += labels
+    # The demo's imported judgements are cards of seed-protocol's, and of no other source.
+    imported = counted["supported"] + counted["partial"] + counted["unsupported"]
+    assert (counted["unreviewed"] > 10) == (label in {"default", "annotator:alice"})
+    assert (imported > 10) == (label in {"annotator:seed-protocol", "consensus"})
+
+
+def test_a_card_says_no_consensus_where_its_annotators_split(
+    demo_runs, reviewer, second_reviewer, tmp_path
+):
+    response = Response.objects.get(run__run_id="q017-r3")
+    claim = claim_create(response=response, author=reviewer, text="Final sale.", spans=[[94, 123]])
+    for author, support in ((reviewer, "supported"), (second_reviewer, "unsupported")):
+        verdict_save(
+            claim=claim, author=author, support=support, reason="Read D-01.",
+            seen_claim_seq=1, seen_own_seq=None,
+        )  # fmt: skip
+    response_mark_complete(response=response, author=reviewer)
+    out = tmp_path / "package.zip"
+    export("--run", "q017-r3", "--consensus", out=out)
+    files = members(out)
+    (card,) = rows(files["cards/cards.jsonl"])
+    assert (card["support"], card["reviewer"], card["reason"]) == ("no_consensus", None, None)
+    figures = json.loads(files["metrics/q017-r3.json"])
+    assert figures["per_response"][0]["verdicts"]["no_consensus"] == 1
+    assert not [m for m in manifest(files)["missing"] if m.startswith("cards:")]
+
+
+def test_a_card_judged_by_another_source_is_missing_the_packages_verdict(reviewed, tmp_path):
+    out = tmp_path / "package.zip"
+    export("--run", "q017-r1", out=out)
+    files = members(out)
+    card = next(r for r in rows(files["cards/cards.jsonl"]) if r["claim_id"] == "C-017-1")
+    assert (card["support"], card["origin"]) == (None, None)
+    assert "cards: q017-r1/Q-017/C-017-1 has no verdict from default" in manifest(files)["missing"]
+
+
+def test_the_browser_download_takes_the_verdict_source_of_the_figures_page(
+    client, lead, reviewed, tmp_path
+):
+    out = tmp_path / "package.zip"
+    export("--run", "q017-r1", "--annotator", "seed-protocol", out=out)
+    client.force_login(lead)
+    query = "&run=q017-r1&source=annotator:seed-protocol"
+    assert downloaded(client, query) == out.read_bytes()
+
+
+def test_the_audit_page_offers_every_verdict_source(client, lead, reviewed):
+    client.force_login(lead)
+    content = client.get(reverse("audit_export", args=["demo"])).content.decode()
+    for label in SOURCES:
+        assert f'value="{label}"' in content
+
+
 def test_revisions_carry_every_claim_and_verdict_revision_of_each_chain_in_order(
     reviewed, tmp_path
 ):
@@ -364,6 +453,58 @@ def test_revisions_carry_every_claim_and_verdict_revision_of_each_chain_in_order
     assert manifest(members(out))["chain_heads"]["demo/q017-r1/Q-017/C-017-2"] == (
         reviewed.verdicts.get(seq=6).sha256
     )
+
+
+def test_revisions_are_listed_oldest_first_across_chains_and_runs(reviewed, tmp_path):
+    out = tmp_path / "package.zip"
+    export(out=out)
+    revisions = rows(members(out)["cards/revisions.jsonl"])
+    times = [r["created_at"] for r in revisions]
+    assert times == sorted(times)
+    # The local work on q017-r1's C-017-2 is the newest: it comes after every imported row.
+    local = [r for r in revisions if r["origin"] != "imported"]
+    assert [(r["run_id"], r["claim_id"], r["seq"]) for r in local] == [
+        ("q017-r1", "C-017-2", seq) for seq in (3, 4, 5, 6)
+    ]
+    assert revisions[-len(local) :] == local
+    assert verify(str(out))["revisions"] == len(revisions)
+
+
+def test_revisions_of_one_time_are_listed_claim_by_claim_in_chain_order(demo_runs, tmp_path):
+    out = tmp_path / "package.zip"
+    export("--run", "q017-r1", out=out)
+    revisions = rows(members(out)["cards/revisions.jsonl"])
+    assert len({r["created_at"] for r in revisions}) == 1  # one import
+    claims = Claim.objects.filter(response__run__run_id="q017-r1").order_by("pk")
+    expected = [
+        (claim.key, seq)
+        for claim in claims
+        for seq in range(1, claim.revisions.count() + claim.verdicts.count() + 1)
+    ]
+    assert [(r["claim_id"], r["seq"]) for r in revisions] == expected
+
+
+def test_a_revision_dated_before_the_one_it_follows_is_listed_right_after_it(
+    demo_runs, reviewer, tmp_path, monkeypatch
+):
+    claim = Claim.objects.get(response__run__run_id="q017-r1", key="C-017-2")
+    verdict_save(
+        claim=claim, author=reviewer, support="partial", reason="The window drops a condition.",
+        seen_claim_seq=1, seen_own_seq=None,
+    )  # fmt: skip
+    earlier = claim.verdicts.get(seq=3).created_at - timedelta(minutes=5)
+    monkeypatch.setattr(timezone, "now", lambda: earlier)  # the clock was set back
+    verdict_save(
+        claim=claim, author=reviewer, support="supported", reason="Read again: it holds.",
+        seen_claim_seq=1, seen_own_seq=3,
+    )  # fmt: skip
+    monkeypatch.undo()
+    out = tmp_path / "package.zip"
+    export("--run", "q017-r1", out=out)
+    revisions = rows(members(out)["cards/revisions.jsonl"])
+    assert [(r["claim_id"], r["seq"]) for r in revisions[-2:]] == [("C-017-2", 3), ("C-017-2", 4)]
+    assert revisions[-1]["created_at"] == rfc3339(earlier)
+    assert verify(str(out))["revisions"] == len(revisions)
 
 
 def test_passages_are_every_passage_an_exported_response_retrieved_or_cited(demo_runs, tmp_path):
@@ -425,19 +566,23 @@ def test_responses_and_retrieval_are_as_imported(demo_runs, tmp_path):
     )
 
 
-def test_metrics_equal_what_run_metrics_prints(reviewed, tmp_path):
+@pytest.mark.parametrize("label", ["default", "annotator:seed-protocol", "consensus"])
+def test_metrics_equal_what_run_metrics_prints(reviewed, tmp_path, label):
     out = tmp_path / "package.zip"
-    export(out=out)
+    export(*SOURCES[label], out=out)
     files = members(out)
     for run_id in all_run_ids():
-        figures = command_json("run_metrics", run_id, "--project", "demo", "--json")
+        figures = command_json("run_metrics", run_id, "--project", "demo", *SOURCES[label])
         assert json.loads(files[f"metrics/{run_id}.json"]) == figures, run_id
 
 
-def test_the_comparison_equals_what_compare_runs_prints(reviewed, tmp_path):
+@pytest.mark.parametrize("label", ["default", "annotator:seed-protocol"])
+def test_the_comparison_equals_what_compare_runs_prints(reviewed, tmp_path, label):
     out = tmp_path / "package.zip"
-    export("--compare", "q017-r1", "q017-r2", out=out)
-    comparison = command_json("compare_runs", "q017-r1", "q017-r2", "--project", "demo")
+    export("--compare", "q017-r1", "q017-r2", *SOURCES[label], out=out)
+    comparison = command_json(
+        "compare_runs", "q017-r1", "q017-r2", "--project", "demo", *SOURCES[label]
+    )
     assert json.loads(members(out)["replay/q017-r1__q017-r2.json"]) == comparison
 
 
@@ -624,6 +769,36 @@ def test_an_unknown_project_or_run_is_a_clean_error_and_writes_nothing(demo_runs
 def test_an_out_path_in_a_missing_directory_is_a_clean_error(demo_runs, tmp_path):
     with pytest.raises(CommandError):
         export(out=tmp_path / "no-such-directory" / "package.zip")
+
+
+def test_an_out_path_that_is_a_directory_is_a_one_line_error_and_writes_nothing(
+    demo_runs, tmp_path
+):
+    folder = tmp_path / "packages"
+    folder.mkdir()
+    with pytest.raises(CommandError) as caught:
+        export(out=folder)
+    assert caught.value.returncode == 1
+    assert str(caught.value) == f"{folder}: is a directory, not a file"
+    assert list(tmp_path.iterdir()) == [folder]
+    assert list(folder.iterdir()) == []
+    assert not AuditExport.objects.exists()
+
+
+def test_a_package_the_system_refuses_to_store_is_a_one_line_error_and_leaves_nothing(
+    demo_runs, tmp_path, monkeypatch
+):
+    def refuse(source, target):
+        raise PermissionError(13, "Permission denied")
+
+    monkeypatch.setattr(os, "replace", refuse)
+    out = tmp_path / "package.zip"
+    with pytest.raises(CommandError) as caught:
+        export(out=out)
+    assert caught.value.returncode == 1
+    assert str(caught.value) == f"{out}: cannot write the package: Permission denied"
+    assert list(tmp_path.iterdir()) == []
+    assert not AuditExport.objects.exists()
 
 
 def test_the_command_overwrites_an_older_package_at_the_same_path(demo_runs, tmp_path):

@@ -33,10 +33,10 @@ from tests.audit.test_audit_zip import export
 from tests.conftest import ROOT
 
 D01 = "D-01@returns-v4#p04"
-# A refused export leaves its ZipFile to the garbage collector, which then writes to a closed
-# file: that bug is test_a_refused_export_says_one_line_on_stderr (xfail) below. Its echo is
-# collected here, inside these tests, rather than landing in whichever test runs next.
-pytestmark = pytest.mark.filterwarnings("ignore::pytest.PytestUnraisableExceptionWarning")
+# A refused export closes its half-written zip (ZipStream.abandon): one left to the garbage
+# collector would write to a closed file. Collected after each test and made an error, so
+# such a regression fails here rather than echoing in whichever test runs next.
+pytestmark = pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")
 
 
 @pytest.fixture(autouse=True)

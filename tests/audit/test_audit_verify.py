@@ -477,8 +477,8 @@ def test_a_cards_verdict_edited_with_the_manifest_resealed_is_caught_only_by_the
     # cards.jsonl is the current state, derived from the revisions; only its passage
     # texts are cross-checked. Its verdict fields are protected by the manifest alone.
     cards = rows(exported.files[CARDS])
-    card = next(c for c in cards if c["support"] == "unsupported")
-    card["support"] = "supported"
+    card = next(c for c in cards if c["support"] == "supported")
+    card["support"] = "unsupported"
     files = {**exported.files, CARDS: lines(cards)}
     refit_manifest(files)
     package = tampered(tmp_path, files)

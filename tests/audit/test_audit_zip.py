@@ -2,10 +2,10 @@
 
 The helpers here are shared by the other `test_audit_*` modules. `rezip` rebuilds
 a package with the exporter's own settings (the same names in the same order,
-the fixed 1980 timestamp, deflate level 6, mode 0644, written as a stream with
-data descriptors), so a test changes only the bytes it means to change; the
-tests of this module prove that a package rebuilt unchanged is the exporter's
-zip byte for byte.
+the fixed 1980 timestamp, deflate level 6, made on Unix, mode 0644, written as a
+stream with data descriptors, zip64 for every member but the manifest), so a
+test changes only the bytes it means to change; the tests of this module prove
+that a package rebuilt unchanged is the exporter's zip byte for byte.
 """
 
 from __future__ import annotations
@@ -62,15 +62,17 @@ class _Stream(io.RawIOBase):
 def rezip(files: dict[str, bytes]) -> bytes:
     """A zip of these files with the exporter's names, order and ZipInfo settings."""
     sink = _Stream()
-    with zipfile.ZipFile(sink, "w", compression=zipfile.ZIP_DEFLATED, compresslevel=6) as out:
+    with zipfile.ZipFile(sink, "w") as out:
         for name, data in files.items():
             info = zipfile.ZipInfo(name, date_time=ZIP_TIME)
             info.compress_type = zipfile.ZIP_DEFLATED
+            info.compress_level = 6
+            info.create_system = 3
             info.external_attr = 0o644 << 16
             if name == "manifest.json":
                 out.writestr(info, data)
             else:
-                with out.open(info, "w") as handle:
+                with out.open(info, "w", force_zip64=True) as handle:
                     handle.write(data)
     return bytes(sink.data)
 
@@ -125,7 +127,7 @@ def test_a_package_rebuilt_unchanged_is_the_exporters_zip_byte_for_byte(demo_run
     assert rezip(members(out)) == out.read_bytes()
 
 
-def test_every_entry_has_the_fixed_timestamp_deflate_and_mode_0644(demo_runs, tmp_path):
+def test_every_entry_has_the_fixed_timestamp_deflate_unix_and_mode_0644(demo_runs, tmp_path):
     out = tmp_path / "package.zip"
     export(out=out)
     with zipfile.ZipFile(out) as archive:
@@ -134,6 +136,7 @@ def test_every_entry_has_the_fixed_timestamp_deflate_and_mode_0644(demo_runs, tm
     for info in infos:
         assert info.date_time == ZIP_TIME, info.filename
         assert info.compress_type == zipfile.ZIP_DEFLATED, info.filename
+        assert info.create_system == 3, info.filename
         assert info.external_attr == 0o644 << 16, info.filename
 
 

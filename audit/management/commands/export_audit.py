@@ -1,4 +1,5 @@
-"""export_audit --project SLUG [--run RUN_ID]… [--compare RUN_A RUN_B] --out PATH"""
+"""export_audit --project SLUG [--run RUN_ID]… [--compare RUN_A RUN_B]
+[--annotator NAME | --consensus] --out PATH"""
 
 from __future__ import annotations
 
@@ -18,20 +19,41 @@ class Command(BaseCommand):
         parser.add_argument("--project", required=True)
         parser.add_argument("--run", action="append", dest="runs", help="default: every run")
         parser.add_argument("--compare", nargs=2, metavar=("RUN_A", "RUN_B"))
+        which = parser.add_mutually_exclusive_group()
+        which.add_argument(
+            "--annotator", help="cards and figures from this annotator's newest verdicts"
+        )
+        which.add_argument("--consensus", action="store_true", help="strict-majority label")
         parser.add_argument("--out", required=True)
 
     def handle(self, *args, **options) -> None:
         try:
             package = audit_package(
-                slug=options["project"], run_ids=options["runs"], compare=options["compare"]
+                slug=options["project"],
+                run_ids=options["runs"],
+                compare=options["compare"],
+                source=(
+                    f"annotator:{options['annotator']}"
+                    if options["annotator"]
+                    else "consensus"
+                    if options["consensus"]
+                    else None
+                ),
             )
         except LookupError as exc:
             raise CommandError(str(exc)) from None
         target = os.path.abspath(options["out"])
-        if not os.path.isdir(os.path.dirname(target)):
-            raise CommandError(f"{os.path.dirname(target)}: no such directory")
+        folder = os.path.dirname(target)
+        # Checked before anything is written: cli.md wants one line and exit 1, not a traceback.
+        if os.path.isdir(target):
+            raise CommandError(f"{target}: is a directory, not a file")
+        if not os.path.isdir(folder):
+            raise CommandError(f"{folder}: no such directory")
         # Write beside the target and rename: a failed export leaves no half package.
-        handle, partial = tempfile.mkstemp(dir=os.path.dirname(target), suffix=".partial")
+        try:
+            handle, partial = tempfile.mkstemp(dir=folder, suffix=".partial")
+        except OSError as exc:
+            raise CommandError(f"{folder}: cannot write here: {exc.strerror}") from None
         try:
             with os.fdopen(handle, "wb") as out:
                 for _ in export_stream(package, out):
@@ -40,6 +62,9 @@ class Command(BaseCommand):
         except AuditExportError as exc:
             os.unlink(partial)
             raise CommandError(f"export refused: {exc}") from None
+        except OSError as exc:  # a full disk, a target the system will not replace …
+            os.unlink(partial)
+            raise CommandError(f"{target}: cannot write the package: {exc.strerror}") from None
         except BaseException:
             os.unlink(partial)
             raise

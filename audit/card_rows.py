@@ -1,0 +1,200 @@
+"""cards/cards.jsonl and cards/cards.csv: one row per claim, its current state and verdict.
+
+The verdict is the one the package's figures count for the claim (`Package.source`,
+chosen by cards.metrics), so a card and metrics/RUN.json never tell two stories.
+"""
+
+from __future__ import annotations
+
+import csv
+import io
+from collections.abc import Iterable, Iterator
+from types import SimpleNamespace
+from typing import IO
+
+from audit.package import CHUNK, Package
+from audit.zipstream import lines
+from cards.metrics import Lockstep
+from cards.models import ClaimRevision, VerdictRevision
+from cards.verdicts import NO_CONSENSUS, counted
+from evidence.canonical import rfc3339
+from evidence.models import Passage
+from replay.models import Run
+
+# Cards whose passage texts are fetched in one query: memory does not grow with the run.
+CARD_BATCH = 500
+CARD_COLUMNS = (
+    "run_id", "case_id", "claim_id", "kind", "withdrawn", "text", "spans", "citations",
+    "citation_texts", "association", "support", "contradicts", "reason", "diagnosis", "facts",
+    "gaps", "prechecks", "reviewer", "origin", "judged_at", "note",
+)  # fmt: skip
+VERDICT_FIELDS = (
+    "association", "support", "contradicts", "reason", "diagnosis", "note", "reviewer", "origin",
+    "judged_at",
+)  # fmt: skip
+
+
+def card_rows(*, package: Package) -> Iterator[dict]:
+    """One row per claim, current state, with the exact text of each attached passage."""
+    for run in package.runs:
+        batch: list[dict] = []
+        for row in _cards_of(package=package, run=run):
+            batch.append(row)
+            if len(batch) >= CARD_BATCH:
+                yield from _with_texts(run, batch)
+                batch = []
+        yield from _with_texts(run, batch)
+
+
+def _cards_of(*, package: Package, run: Run) -> Iterator[dict]:
+    """Cards in lockstep with their verdicts; citations still as refs."""
+    hints = package.hints.get(run.pk, {})
+    verdicts = Lockstep(
+        ((row["claim__response__position"], row["claim__position"]), row)
+        for row in VerdictRevision.objects.filter(claim__response__run=run)
+        .order_by("claim__response__position", "claim__position", "-seq")
+        .values(
+            "claim__response__position",
+            "claim__position",
+            "annotator",
+            "origin",
+            "association",
+            "support",
+            "contradicts",
+            "reason",
+            "diagnosis",
+            "note",
+            "created_at",
+        )
+        .iterator(chunk_size=CHUNK)
+    )
+    previous = None
+    for row in (
+        ClaimRevision.objects.filter(claim__response__run=run)
+        .order_by("claim__response__position", "claim__position", "-seq")
+        .values(
+            "claim__response__position",
+            "claim__position",
+            "claim__key",
+            "claim__response__case__case_id",
+            "text",
+            "kind",
+            "withdrawn",
+            "spans",
+            "citations",
+            "facts",
+            "gaps",
+        )
+        .iterator(chunk_size=CHUNK)
+    ):
+        position = (row["claim__response__position"], row["claim__position"])
+        if position == previous:
+            continue  # an older revision of the same claim
+        previous = position
+        case_id, key = row["claim__response__case__case_id"], row["claim__key"]
+        claim_verdicts = [verdict for _, verdict in verdicts.take(position)]
+        chosen = counted([_Verdict(**v) for v in claim_verdicts], package.source)
+        if chosen is None and not row["withdrawn"]:
+            name = f"cards: {run.run_id}/{case_id}/{key}"
+            package.missing.append(
+                f"{name} has no verdict from {package.source.label}"
+                if claim_verdicts
+                else f"{name} was never judged"
+            )
+        yield {
+            "run_id": run.run_id,
+            "snapshot": run.snapshot.name,
+            "case_id": case_id,
+            "claim_id": key,
+            "text": row["text"],
+            "kind": row["kind"],
+            "withdrawn": row["withdrawn"],
+            "spans": row["spans"],
+            "citations": row["citations"],
+            "facts": row["facts"],
+            "gaps": row["gaps"],
+            **_verdict_fields(chosen),
+            "prechecks": hints.get(case_id, {}).get(key, []),
+        }
+
+
+class _Verdict(SimpleNamespace):
+    """A verdict row with the attributes cards.verdicts reads (annotator, origin, support)."""
+
+
+def _verdict_fields(chosen: _Verdict | str | None) -> dict:
+    """The card's verdict fields: all null without a verdict; only the label without a
+    consensus (no one verdict stands for it)."""
+    if chosen is None:
+        return dict.fromkeys(VERDICT_FIELDS)
+    if chosen == NO_CONSENSUS:
+        return {**dict.fromkeys(VERDICT_FIELDS), "support": NO_CONSENSUS}
+    verdict = vars(chosen)
+    return {
+        "association": verdict["association"],
+        "support": verdict["support"],
+        "contradicts": verdict["contradicts"],
+        "reason": verdict["reason"],
+        "diagnosis": verdict["diagnosis"] or None,
+        "note": verdict["note"] or None,
+        "reviewer": verdict["annotator"],
+        "origin": verdict["origin"],
+        "judged_at": rfc3339(verdict["created_at"]),
+    }
+
+
+def _with_texts(run: Run, batch: list[dict]) -> Iterator[dict]:
+    """The batch with each cited ref replaced by the ref, its passage text and its SHA-256."""
+    refs = sorted({ref for row in batch for ref in row["citations"]})
+    texts = {
+        row["ref"]: row
+        for row in Passage.objects.filter(snapshot_id=run.snapshot_id, ref__in=refs).values(
+            "ref", "text", "sha256"
+        )
+    }
+    unknown = {"text": None, "sha256": None}
+    for row in batch:
+        row["citations"] = [
+            {
+                "ref": ref,
+                "text": texts.get(ref, unknown)["text"],
+                "sha256": texts.get(ref, unknown)["sha256"],
+            }
+            for ref in row["citations"]
+        ]
+        yield row
+
+
+def cards_and_csv(rows: Iterable[dict], spool: IO[bytes]) -> Iterator[bytes]:
+    """cards.jsonl chunks; the same rows go to cards.csv in a spool. The cards are built once."""
+    text = io.TextIOWrapper(spool, encoding="utf-8", newline="", write_through=True)
+    writer = csv.writer(text, lineterminator="\n")
+    writer.writerow(CARD_COLUMNS)
+
+    def also_to_csv() -> Iterator[dict]:
+        for row in rows:
+            writer.writerow(_csv_row(row))
+            yield row
+
+    yield from lines(also_to_csv(), CARD_BATCH)
+    text.detach()  # leave the spool open for reading
+
+
+def _csv_row(row: dict) -> list:
+    flat = {
+        **row,
+        "spans": " ".join(f"{a}-{b}" for a, b in row["spans"]),
+        "citations": " ".join(c["ref"] for c in row["citations"]),
+        "citation_texts": "\n---\n".join(c["text"] or "" for c in row["citations"]),
+        "facts": " ".join(row["facts"]),
+        "gaps": " ".join(row["gaps"]),
+        "prechecks": " ".join(row["prechecks"]),
+    }
+    return ["" if flat[c] is None else flat[c] for c in CARD_COLUMNS]
+
+
+def spooled(spool: IO[bytes]) -> Iterator[bytes]:
+    """The spool's bytes from the start, in chunks."""
+    spool.seek(0)
+    while chunk := spool.read(256 * 1024):
+        yield chunk

@@ -1,0 +1,34 @@
+"""metrics/RUN.json and replay/A__B.json: the figures of metrics.md, as the commands print them."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from audit.package import Package
+from cards.metrics import Totals, iter_response_figures, to_json
+from compare.comparison import compare_runs
+from evidence.canonical import canonical_json
+from replay.models import Run
+
+
+def metrics_chunks(*, package: Package, run: Run) -> Iterator[bytes]:
+    """metrics/RUN.json, streamed: the canonical JSON of `run_metrics`, built response by
+    response (keys sorted: per_response, run, run_id, verdicts_from). The claims'
+    pre-check hints are kept for the cards, nothing else."""
+    source = package.source
+    totals = Totals()
+    hints = package.hints.setdefault(run.pk, {})
+    yield b'{"per_response":['
+    for i, (figures, _) in enumerate(iter_response_figures(run=run, source=source)):
+        totals.add(figures)
+        if figures["prechecks"]["claims"]:
+            hints[figures["case_id"]] = figures["prechecks"]["claims"]
+        yield (b"," if i else b"") + canonical_json(to_json(figures))
+    yield b'],"run":' + canonical_json(to_json(totals.result()))
+    yield b',"run_id":' + canonical_json(run.run_id)
+    yield b',"verdicts_from":' + canonical_json(source.label) + b"}\n"
+
+
+def comparison(*, package: Package, run_a: Run, run_b: Run) -> dict:
+    """replay/A__B.json: what `compare_runs A B --json` prints, with the package's source."""
+    return compare_runs(run_a=run_a, run_b=run_b, source=package.source).as_json()

@@ -1,0 +1,42 @@
+"""What one audit package holds, and what its export finds along the way."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+from cards.verdicts import Source
+from evidence.models import Project
+from replay.models import Run
+
+# Rows fetched per database round trip by every streamed query of the export.
+CHUNK = 2000
+
+
+class AuditExportError(Exception):
+    """The database no longer matches its own hashes; no package was produced."""
+
+
+@dataclass
+class Package:
+    """The runs exported, and what writing their files collects for the manifest and later files.
+
+    The members are written in a fixed order, and some read what earlier ones collected:
+    the passages are those the runs' files named, the cards take the pre-check hints the
+    figures computed, the manifest takes everything.
+    """
+
+    project: Project
+    runs: list[Run]
+    compare: tuple[Run, Run] | None = None
+    # Whose verdicts the cards show and the figures count: one story (docs/decisions.md).
+    source: Source = Source()  # frozen: one default instance is safe to share
+    # Collected while writing:
+    missing: list[str] = field(default_factory=list)
+    passage_ids: set[int] = field(default_factory=set)
+    hints: dict[int, dict[str, dict]] = field(default_factory=dict)  # run → case → claim hints
+    chain_heads: dict[str, str] = field(default_factory=dict)
+    newest: datetime | None = None
+    # Known once the manifest is written:
+    package_id: str = ""
+    manifest_bytes: bytes = b""
