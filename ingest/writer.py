@@ -19,6 +19,7 @@ from django.contrib.auth.models import AbstractBaseUser
 
 from cards.models import Claim, ClaimRevision, ResponseReview, VerdictRevision
 from cards.prechecks import numbers_in
+from evidence.drift import drifted_from
 from evidence.expectations import stored_document
 from evidence.models import Case, Expectation, Passage, Project, Snapshot
 from ingest.bulk import RowWriter, to_json
@@ -42,6 +43,7 @@ from replay.models import Citation, Response, Retrieval, Run
 if TYPE_CHECKING:
     from ingest.services import ImportSummary
 
+MAX_DRIFT = 1000  # drift entries in the summary; the drift page lists them all
 # A passage's locator: stored once per snapshot, it may not change on a later import.
 PASSAGE_LOCATOR = (
     "title", "url", "anchor", "context_before", "context_after", "version_status", "superseded_by",
@@ -151,8 +153,6 @@ class BatchWriter:
                 continue
             seen.pk = pk
             self.summary.passages_reused += 1
-        if self.other_snapshots:
-            self.record_drift([p.ref for p in pending])
         if not self.writing:
             return
         rows = []
@@ -181,23 +181,24 @@ class BatchWriter:
             )
         self.rows.write(Passage, PassageRow._fields, rows)
         self.summary.passages_new += len(rows)
+        if self.other_snapshots:
+            self.record_drift([p.ref for p in pending])
 
     def record_drift(self, refs: list[str]) -> None:
-        """The same ref with another text in another snapshot is drift, not an error."""
-        mine = {ref: self.passages[ref].sha256 for ref in refs}
-        others = Passage.objects.filter(snapshot__project=self.project, ref__in=refs).exclude(
-            snapshot=self.snapshot
-        )
-        for ref, snapshot_name, digest in others.values_list("ref", "snapshot__name", "sha256"):
-            if digest != mine[ref] and len(self.summary.drift) < 1000:
-                self.summary.drift.append(
-                    {
-                        "ref": ref,
-                        "snapshot": snapshot_name,
-                        "sha256": digest,
-                        "this_sha256": mine[ref],
-                    }
-                )
+        """The same ref with another text in another snapshot is drift, not an error.
+
+        Asked once this batch's passages are stored: `drifted_from` compares stored texts.
+        """
+        room = MAX_DRIFT - len(self.summary.drift)
+        if room <= 0:
+            return
+        drifted = drifted_from(project_id=self.project.pk, snapshot_id=self.snapshot.pk, refs=refs)
+        for ref, snapshot_name, digest, mine in drifted.values_list(
+            "ref", "snapshot__name", "sha256", "mine"
+        )[:room]:
+            self.summary.drift.append(
+                {"ref": ref, "snapshot": snapshot_name, "sha256": digest, "this_sha256": mine}
+            )
 
     def flush_cases(self) -> None:
         pending = self.pending_cases
