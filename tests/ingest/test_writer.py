@@ -5,17 +5,12 @@ from __future__ import annotations
 from evidence import drift
 from evidence.canonical import text_sha256
 from tests.conftest import bundle_bytes, import_bytes
+from tests.factories import synthetic_bundle
 
 
 def passages_bundle(run_id: str, snapshot: str, count: int, wording: str) -> bytes:
     """A run whose snapshot holds `count` passages, `doc@v1#c0`…, worded by `wording`."""
-    lines: list[dict] = [
-        {
-            "kind": "run", "schema": "evidence-bundle/1", "run_id": run_id,
-            "created_at": "2026-10-01T12:00:00Z", "collection_snapshot": snapshot,
-            "system": {"model": "m", "prompt_version": "p1"},
-        }
-    ]  # fmt: skip
+    lines = synthetic_bundle(run_id=run_id, snapshot=snapshot, cases=0)
     for p in range(count):
         text = f"Passage {p}: {wording}."
         lines.append(
