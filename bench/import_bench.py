@@ -22,8 +22,8 @@ What happens, per database and run:
    not `getrusage().ru_maxrss`: on Linux a child's ru_maxrss starts at the RSS
    its parent had when it forked (the benchmark holds the dumped rows then), so
    it would report the parent's memory, not the import's. The child also reports
-   the time spent in Python's cyclic garbage collector. PostgreSQL runs a
-   CHECKPOINT before each timed section.
+   its own CPU time and the time spent in Python's cyclic garbage collector.
+   PostgreSQL runs a CHECKPOINT before each timed section.
 4. The floor (`import_floor.py`): the rows the import stored are read back and
    loaded again with the raw driver (COPY / executemany), in one transaction,
    timed to COMMIT, twice: into *bare* tables (no foreign keys, no triggers),
@@ -95,7 +95,7 @@ def child(bundle: str, profile: str | None) -> None:
 
         profiler = cProfile.Profile()
     with open(bundle, "rb") as stream:
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         try:
             if profiler:
                 profiler.enable()
@@ -107,11 +107,13 @@ def child(bundle: str, profile: str | None) -> None:
             if profiler:
                 profiler.disable()
         seconds = time.perf_counter() - started
+        cpu_seconds = time.process_time() - cpu_started
     if profiler:
         profiler.dump_stats(profile)
     report_to_parent(
         {
             "seconds": seconds,
+            "cpu_seconds": cpu_seconds,
             "rss_before_kb": rss_before,
             "peak_rss_kb": memory_kb("VmHWM"),
             "gc_seconds": gc_seconds[0],
@@ -149,6 +151,7 @@ class Row:
             f"{self.n:,}",
             str(len(self.runs)),
             f"{seconds:.2f}",
+            f"{self.median('cpu_seconds'):.2f}",
             f"{self.median('gc_seconds'):.2f}",
             f"{self.n / seconds:,.0f}",
             f"{peak:,.0f} ({before:.0f})",
@@ -164,6 +167,7 @@ HEADER = [
     "N",
     "runs",
     "import s (median)",
+    "CPU s",
     "of which GC s",
     "cases/s",
     "peak RSS MB (at start)",
@@ -176,7 +180,9 @@ HEADER = [
 
 LEGEND = """
 import s: wall time of bundle_import() in a fresh process and a fresh database, median of runs;
-  GC: the part of it spent in Python's cyclic garbage collector.
+  CPU: the importing process's own CPU time in that call (the database's is not in it): on a
+  busy machine it moves far less than the wall time. GC: the part of the wall time spent in
+  Python's cyclic garbage collector.
 floor s: the same rows loaded raw (PostgreSQL COPY / SQLite executemany), one transaction,
   to COMMIT; bare = no foreign keys, no triggers; full = the migrated schema.
 peak RSS: VmHWM of the importing process, largest of the runs (in brackets: its RSS after
@@ -194,7 +200,8 @@ def print_profile(path: Path, limit: int) -> None:
 
 def describe(result: dict) -> str:
     text = (
-        f"import {result['seconds']:.2f} s (GC {result['gc_seconds']:.2f} s), "
+        f"import {result['seconds']:.2f} s (CPU {result['cpu_seconds']:.2f} s, "
+        f"GC {result['gc_seconds']:.2f} s), "
         f"peak RSS {result['peak_rss_kb'] / 1024:.0f} MB"
     )
     if "floor_bare" in result:
