@@ -43,7 +43,7 @@ from replay.models import Citation, Response, Retrieval, Run
 if TYPE_CHECKING:
     from ingest.services import ImportSummary
 
-MAX_DRIFT = 1000  # drift entries in the summary; the drift page lists them all
+MAX_DRIFT = 1000  # drift entries in the summary: it stays small however large the snapshot
 # A passage's locator: stored once per snapshot, it may not change on a later import.
 PASSAGE_LOCATOR = (
     "title", "url", "anchor", "context_before", "context_after", "version_status", "superseded_by",
