@@ -12,7 +12,7 @@ left out so the database fills them.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterable, Sequence
+from collections.abc import Sequence
 from datetime import datetime
 from typing import Any
 
@@ -56,13 +56,19 @@ class RowWriter:
         return list(range(first, first + count))
 
     def write(
-        self, model: type[models.Model], columns: Sequence[str], rows: Iterable[Sequence[Any]]
+        self, model: type[models.Model], names: Sequence[str], rows: Sequence[Sequence[Any]]
     ) -> None:
-        rows = list(rows)
+        """Write `rows`, whose values are those of the model's fields `names` in that order.
+
+        `names` are field names (`attname`, so `snapshot_id` for a foreign key), mapped to
+        their columns here: a caller never spells a column or relies on column order.
+        """
         if not rows:
             return
         table = model._meta.db_table
-        column_list = ", ".join(columns)
+        column_list = ", ".join(
+            connection.ops.quote_name(model._meta.get_field(name).column) for name in names
+        )
         with connection.cursor() as cursor:
             if self.vendor == "postgresql":
                 # Django does not wrap COPY: map psycopg's errors to Django's ourselves.
@@ -77,7 +83,7 @@ class RowWriter:
                 prepared = [
                     [adapt(v) if isinstance(v, datetime) else v for v in row] for row in rows
                 ]
-                marks = ", ".join(["%s"] * len(columns))
+                marks = ", ".join(["%s"] * len(names))
                 cursor.executemany(
                     f"INSERT INTO {table} ({column_list}) VALUES ({marks})",  # noqa: S608
                     prepared,
