@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import io
 import json
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from django.contrib.auth.models import User
+from django.test import override_settings
 
 from evidence.models import Project, Role
 from evidence.services import membership_set, project_create
@@ -59,6 +61,14 @@ def import_bytes(data: bytes, *, project: str = "demo", **kwargs):
 def import_fixture(name: str, *, project: str = "demo", **kwargs):
     with (FIXTURES / name).open("rb") as stream:
         return bundle_import(stream=stream, project_slug=project, source_name=name, **kwargs)
+
+
+@pytest.fixture(scope="session", autouse=True)
+def fast_password_hashing() -> Iterator[None]:
+    # Personas and demo users are created with a password; the default hasher costs
+    # ~0.3 s a user, more than most tests.
+    with override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):
+        yield
 
 
 @pytest.fixture

@@ -88,12 +88,6 @@ def collect_abandoned_zips() -> Iterator[None]:
     gc.collect()
 
 
-@pytest.fixture(autouse=True)
-def fast_password_hashing(settings) -> None:
-    # The personas are created with a password; the default hasher costs ~0.3 s a user.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture
 def reviewed(demo_runs, reviewer, second_reviewer, lead) -> Claim:
     """q017-r1's C-017-2 after local work: two verdicts, a rewrite and an adjudication."""
