@@ -3,6 +3,9 @@
 A reviewer, a second reviewer and a lead of project `demo`, and an outsider
 who belongs only to project `elsewhere` and must get 404 on everything of
 `demo`.
+
+The demo bundles are imported once for all the tests that start from them, not
+once per test: see `PreparedData`.
 """
 
 from __future__ import annotations
@@ -11,9 +14,12 @@ import io
 import json
 from collections.abc import Iterator
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from django.contrib.auth.models import User
+from django.core.cache import cache
+from django.db import connection, transaction
 from django.test import override_settings
 
 from evidence.models import Project, Role
@@ -31,6 +37,13 @@ KNOWN_ANSWERS = (
     else FIXTURES / "expected.json"
 )
 PASSWORD = "correct horse battery staple"
+BUNDLES = tuple(sorted(path.name for path in FIXTURES.glob("*.jsonl")))
+# The data a test starts from, by the fixture that promises it (the first one a test uses
+# wins, so list supersets first): project `demo` with these bundles imported.
+PREPARED = {
+    "demo_runs": BUNDLES,
+    "replay_response": ("q017-r3.jsonl",),  # tests/cards/conftest.py
+}
 
 
 def row_counts() -> dict[str, int]:
@@ -63,6 +76,102 @@ def import_fixture(name: str, *, project: str = "demo", **kwargs):
         return bundle_import(stream=stream, project_slug=project, source_name=name, **kwargs)
 
 
+def prepared_for(item: pytest.Item) -> tuple[str, ...]:
+    """The bundles a test expects in `demo` before it starts; () for an empty database."""
+    names = getattr(item, "fixturenames", ())
+    return next((bundles for fixture, bundles in PREPARED.items() if fixture in names), ())
+
+
+class PreparedData:
+    """Bundles imported once for a run of tests, in a transaction each test rolls back to.
+
+    Importing the demo costs more than most tests that read it. So the tests that
+    start from the same bundles run one after another (see the sort in
+    pytest_collection_modifyitems), the bundles are imported in an outer
+    transaction before the first of them, each test's own transaction (`db`) is a
+    savepoint inside it that rolls back to the imported data, and before any other
+    test the outer transaction is rolled back: every other test starts, as before,
+    from an empty database.
+    """
+
+    current: ClassVar[PreparedData | None] = None
+
+    def __init__(self, blocker) -> None:
+        self.blocker = blocker
+        self.bundles: tuple[str, ...] = ()
+        self.atomic: transaction.Atomic | None = None
+
+    def switch(self, item: pytest.Item) -> None:
+        bundles = prepared_for(item)
+        if bundles == self.bundles:
+            return
+        self.discard()
+        if not bundles:
+            return
+        marker = item.get_closest_marker("django_db")
+        transactional = marker is not None and marker.kwargs.get("transaction")
+        if transactional or "transactional_db" in item.fixturenames:
+            # Its flush would end our transaction: such a test must import its data itself.
+            raise pytest.UsageError(f"{item.nodeid}: prepared data needs a rolled-back test")
+        with self.blocker.unblock():
+            # A test's own transaction must not be open yet: it would end inside ours.
+            assert not connection.in_atomic_block, "prepared data after the test's transaction"
+            self.atomic = transaction.atomic()
+            self.atomic.__enter__()
+            try:
+                project_create(slug="demo", name="Demo")
+                for name in bundles:
+                    import_fixture(name)
+            except BaseException:
+                self.discard()
+                raise
+        self.bundles = bundles
+
+    def discard(self) -> None:
+        """Roll the imported bundles back: the database is empty again."""
+        if self.atomic is None:
+            return
+        with self.blocker.unblock():
+            transaction.set_rollback(True)
+            self.atomic.__exit__(None, None, None)
+        self.atomic, self.bundles = None, ()
+
+
+@pytest.fixture(scope="session")
+def prepared_data(django_db_setup, django_db_blocker) -> Iterator[PreparedData]:
+    PreparedData.current = PreparedData(django_db_blocker)
+    yield PreparedData.current
+    # Before django_db_setup destroys the test database.
+    PreparedData.current.discard()
+    PreparedData.current = None
+
+
+@pytest.fixture(autouse=True)
+def _prepared_data(request) -> None:
+    """The first test that needs prepared data starts it; pytest_runtest_setup switches it."""
+    if prepared_for(request.node):
+        request.getfixturevalue("prepared_data").switch(request.node)
+        # Keys of cached pages hold row ids and import times, which repeat after a rollback.
+        cache.clear()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    # Before any fixture of the test, module-wide ones included, sets the database up.
+    if PreparedData.current is not None:
+        PreparedData.current.switch(item)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests that start from the same prepared data run one after another.
+
+    The others keep their order (pytest-django's: database tests first), then come
+    the tests of each kind of prepared data, each kind in its collected order.
+    """
+    order = [(), *PREPARED.values()]
+    items.sort(key=lambda item: order.index(prepared_for(item)))
+
+
 @pytest.fixture(scope="session", autouse=True)
 def fast_password_hashing() -> Iterator[None]:
     # Personas and demo users are created with a password; the default hasher costs
@@ -73,6 +182,7 @@ def fast_password_hashing() -> Iterator[None]:
 
 @pytest.fixture
 def project(db) -> Project:
+    # Already there when the test starts from prepared data.
     return project_create(slug="demo", name="Demo")
 
 
@@ -105,6 +215,5 @@ def outsider(db) -> User:
 
 @pytest.fixture
 def demo_runs(project) -> None:
-    """Every fixture bundle imported into `demo`, as load_demo does."""
-    for path in sorted(FIXTURES.glob("*.jsonl")):
-        import_fixture(path.name)
+    """Every fixture bundle imported into `demo`, as load_demo does (by PreparedData)."""
+    assert PreparedData.current is not None and PreparedData.current.bundles == BUNDLES
