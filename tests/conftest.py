@@ -12,7 +12,12 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import sqlite3
+import subprocess
+import sys
 from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
 from typing import ClassVar
 
@@ -37,6 +42,8 @@ KNOWN_ANSWERS = (
     else FIXTURES / "expected.json"
 )
 PASSWORD = "correct horse battery staple"
+# The password of the demo users in the databases of subprocesses and the browser tests.
+DEMO_PASSWORD = "browser-test-password"
 BUNDLES = tuple(sorted(path.name for path in FIXTURES.glob("*.jsonl")))
 # The data a test starts from, by the fixture that promises it (the first one a test uses
 # wins, so list supersets first): project `demo` with these bundles imported.
@@ -178,6 +185,36 @@ def fast_password_hashing() -> Iterator[None]:
     # ~0.3 s a user, more than most tests.
     with override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):
         yield
+
+
+@pytest.fixture(scope="session")
+def demo_sqlite(tmp_path_factory) -> Path:
+    """A SQLite file as `make run` leaves it (migrated, load_demo), for subprocesses to copy.
+
+    Migrating costs seconds: the servers and commands that tests run in subprocesses
+    start from copies of this one file (`sqlite_copy`) instead of each migrating their own.
+    """
+    path = tmp_path_factory.mktemp("demo-sqlite") / "demo.sqlite3"
+    env = sqlite_env(path)
+    manage = [sys.executable, str(ROOT / "manage.py")]
+    subprocess.run([*manage, "migrate", "-v0"], env=env, cwd=ROOT, check=True)
+    subprocess.run([*manage, "load_demo"], env=env, cwd=ROOT, check=True, capture_output=True)
+    return path
+
+
+def sqlite_env(path: Path) -> dict[str, str]:
+    """The environment of a manage.py subprocess on the SQLite file `path`."""
+    env = {**os.environ, "DATABASE_URL": f"sqlite:///{path}", "DEBUG": "1"}
+    env["DEMO_PASSWORD"] = DEMO_PASSWORD
+    env.pop("PYTEST_VERSION", None)
+    return env
+
+
+def sqlite_copy(template: Path, path: Path) -> Path:
+    """A copy of the database `template` at `path` (through SQLite: it may be in WAL mode)."""
+    with closing(sqlite3.connect(template)) as source, closing(sqlite3.connect(path)) as target:
+        source.backup(target)
+    return path
 
 
 @pytest.fixture
