@@ -84,9 +84,26 @@ def import_fixture(name: str, *, project: str = "demo", **kwargs):
 
 
 def prepared_for(item: pytest.Item) -> tuple[str, ...]:
-    """The bundles a test expects in `demo` before it starts; () for an empty database."""
+    """The bundles imported into `demo` before the test starts; () for an empty database.
+
+    Only for a test rolled back to them: one that commits, as threads need, imports
+    its bundles itself.
+    """
     names = getattr(item, "fixturenames", ())
+    if not rolled_back(item):
+        return ()
     return next((bundles for fixture, bundles in PREPARED.items() if fixture in names), ())
+
+
+def rolled_back(item: pytest.Item) -> bool:
+    """Whether the test runs in a transaction that is rolled back (pytest-django's `db`)."""
+    marker = item.get_closest_marker("django_db")
+    names = set(getattr(item, "fixturenames", ()))
+    if marker is not None and marker.kwargs.get("transaction"):
+        return False
+    if names & {"transactional_db", "live_server"}:
+        return False
+    return marker is not None or "db" in names
 
 
 class PreparedData:
@@ -115,16 +132,12 @@ class PreparedData:
         self.discard()
         if not bundles:
             return
-        marker = item.get_closest_marker("django_db")
-        transactional = marker is not None and marker.kwargs.get("transaction")
-        if transactional or "transactional_db" in item.fixturenames:
-            # Its flush would end our transaction: such a test must import its data itself.
-            raise pytest.UsageError(f"{item.nodeid}: prepared data needs a rolled-back test")
         with self.blocker.unblock():
             # A test's own transaction must not be open yet: it would end inside ours.
             assert not connection.in_atomic_block, "prepared data after the test's transaction"
-            self.atomic = transaction.atomic()
-            self.atomic.__enter__()
+            atomic = transaction.atomic()
+            atomic.__enter__()
+            self.atomic = atomic
             try:
                 project_create(slug="demo", name="Demo")
                 for name in bundles:
@@ -172,11 +185,13 @@ def pytest_runtest_setup(item: pytest.Item) -> None:
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tests that start from the same prepared data run one after another.
 
-    The others keep their order (pytest-django's: database tests first), then come
-    the tests of each kind of prepared data, each kind in its collected order.
+    pytest-django has put the tests rolled back to an empty database first, then
+    those that flush it, then those that use none (the browser's among them: its
+    event loop would make Django refuse synchronous queries). The tests of each kind
+    of prepared data go at the end of the first part, each kind in collected order.
     """
     order = [(), *PREPARED.values()]
-    items.sort(key=lambda item: order.index(prepared_for(item)))
+    items.sort(key=lambda item: (not rolled_back(item), order.index(prepared_for(item))))
 
 
 @pytest.fixture(scope="session", autouse=True)
@@ -251,6 +266,11 @@ def outsider(db) -> User:
 
 
 @pytest.fixture
-def demo_runs(project) -> None:
-    """Every fixture bundle imported into `demo`, as load_demo does (by PreparedData)."""
-    assert PreparedData.current is not None and PreparedData.current.bundles == BUNDLES
+def demo_runs(request, project) -> None:
+    """Every fixture bundle imported into `demo`, as load_demo does.
+
+    Already there for a test rolled back to them (PreparedData).
+    """
+    if not prepared_for(request.node):
+        for name in BUNDLES:
+            import_fixture(name)
