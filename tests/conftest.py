@@ -29,7 +29,7 @@ from django.test import override_settings
 
 from evidence.models import Project, Role
 from evidence.services import membership_set, project_create
-from ingest.services import bundle_import
+from ingest.services import ImportSummary, bundle_import
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
@@ -123,6 +123,7 @@ class PreparedData:
     def __init__(self, blocker) -> None:
         self.blocker = blocker
         self.bundles: tuple[str, ...] = ()
+        self.summaries: dict[str, ImportSummary] = {}
         self.atomic: transaction.Atomic | None = None
 
     def switch(self, item: pytest.Item) -> None:
@@ -140,8 +141,7 @@ class PreparedData:
             self.atomic = atomic
             try:
                 project_create(slug="demo", name="Demo")
-                for name in bundles:
-                    import_fixture(name)
+                self.summaries = {name: import_fixture(name) for name in bundles}
             except BaseException:
                 self.discard()
                 raise
@@ -154,7 +154,7 @@ class PreparedData:
         with self.blocker.unblock():
             transaction.set_rollback(True)
             self.atomic.__exit__(None, None, None)
-        self.atomic, self.bundles = None, ()
+        self.atomic, self.bundles, self.summaries = None, (), {}
 
 
 @pytest.fixture(scope="session")
@@ -266,11 +266,11 @@ def outsider(db) -> User:
 
 
 @pytest.fixture
-def demo_runs(request, project) -> None:
-    """Every fixture bundle imported into `demo`, as load_demo does.
+def demo_runs(request, project) -> dict[str, ImportSummary]:
+    """Every fixture bundle imported into `demo`, as load_demo does; their import summaries.
 
     Already there for a test rolled back to them (PreparedData).
     """
-    if not prepared_for(request.node):
-        for name in BUNDLES:
-            import_fixture(name)
+    if prepared_for(request.node) == BUNDLES:
+        return PreparedData.current.summaries
+    return {name: import_fixture(name) for name in BUNDLES}
