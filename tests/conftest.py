@@ -90,9 +90,9 @@ def prepared_for(item: pytest.Item) -> tuple[str, ...]:
     Only for a test rolled back to them: one that commits, as threads need, imports
     its bundles itself.
     """
-    names = getattr(item, "fixturenames", ())
     if not rolled_back(item):
         return ()
+    names = getattr(item, "fixturenames", ())
     return next((bundles for fixture, bundles in PREPARED.items() if fixture in names), ())
 
 
@@ -190,7 +190,7 @@ def _prepared_data(request) -> None:
 
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
-    # Before any fixture of the test, module-wide ones included, sets the database up.
+    # Runs before any fixture of the test sets up, module-wide ones included.
     if PreparedData.current is not None:
         PreparedData.current.switch(item)
 
@@ -241,8 +241,10 @@ def demo_sqlite(request, tmp_path_factory) -> Path:
 
 def sqlite_env(path: Path) -> dict[str, str]:
     """The environment of a manage.py subprocess on the SQLite file `path`."""
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{path}", "DEBUG": "1"}
-    env["DEMO_PASSWORD"] = DEMO_PASSWORD
+    env = {
+        **os.environ, "DATABASE_URL": f"sqlite:///{path}", "DEBUG": "1",
+        "DEMO_PASSWORD": DEMO_PASSWORD,
+    }  # fmt: skip
     env.pop("PYTEST_VERSION", None)
     return env
 
