@@ -3,20 +3,34 @@
 A reviewer, a second reviewer and a lead of project `demo`, and an outsider
 who belongs only to project `elsewhere` and must get 404 on everything of
 `demo`.
+
+The demo bundles are imported once for all the tests that start from them, not
+once per test: see `PreparedData`.
 """
 
 from __future__ import annotations
 
 import io
 import json
+import os
+import sqlite3
+import subprocess
+import sys
+from collections.abc import Iterator
+from contextlib import closing
 from pathlib import Path
+from typing import ClassVar
 
 import pytest
 from django.contrib.auth.models import User
+from django.core.cache import cache
+from django.db import connection, transaction
+from django.test import override_settings
+from psycopg import pq
 
 from evidence.models import Project, Role
 from evidence.services import membership_set, project_create
-from ingest.services import bundle_import
+from ingest.services import ImportSummary, bundle_import
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
@@ -29,6 +43,15 @@ KNOWN_ANSWERS = (
     else FIXTURES / "expected.json"
 )
 PASSWORD = "correct horse battery staple"
+# The password of the demo users in the databases of subprocesses and the browser tests.
+DEMO_PASSWORD = "browser-test-password"
+BUNDLES = tuple(sorted(path.name for path in FIXTURES.glob("*.jsonl")))
+# The data a test starts from, by the fixture that promises it (the first one a test uses
+# wins, so list supersets first): project `demo` with these bundles imported.
+PREPARED = {
+    "demo_runs": BUNDLES,
+    "replay_response": ("q017-r3.jsonl",),  # tests/cards/conftest.py
+}
 
 
 def row_counts() -> dict[str, int]:
@@ -61,8 +84,181 @@ def import_fixture(name: str, *, project: str = "demo", **kwargs):
         return bundle_import(stream=stream, project_slug=project, source_name=name, **kwargs)
 
 
+def prepared_for(item: pytest.Item) -> tuple[str, ...]:
+    """The bundles imported into `demo` before the test starts; () for an empty database.
+
+    Only for a test rolled back to them: one that commits, as threads need, imports
+    its bundles itself.
+    """
+    if not rolled_back(item):
+        return ()
+    names = getattr(item, "fixturenames", ())
+    return next((bundles for fixture, bundles in PREPARED.items() if fixture in names), ())
+
+
+def rolled_back(item: pytest.Item) -> bool:
+    """Whether the test runs in a transaction that is rolled back (pytest-django's `db`)."""
+    marker = item.get_closest_marker("django_db")
+    names = set(getattr(item, "fixturenames", ()))
+    if marker is not None and marker.kwargs.get("transaction"):
+        return False
+    if names & {"transactional_db", "live_server"}:
+        return False
+    return marker is not None or "db" in names
+
+
+class PreparedData:
+    """Bundles imported once for a run of tests, in a transaction each test rolls back to.
+
+    Importing the demo costs more than most tests that read it. So the tests that
+    start from the same bundles run one after another (see the sort in
+    pytest_collection_modifyitems), the bundles are imported in an outer
+    transaction before the first of them, each test's own transaction (`db`) is a
+    savepoint inside it that rolls back to the imported data, and before any other
+    test the outer transaction is rolled back: every other test starts, as before,
+    from an empty database.
+    """
+
+    current: ClassVar[PreparedData | None] = None
+
+    def __init__(self, blocker) -> None:
+        self.blocker = blocker
+        self.bundles: tuple[str, ...] = ()
+        self.summaries: dict[str, ImportSummary] = {}
+        self.atomic: transaction.Atomic | None = None
+
+    def switch(self, item: pytest.Item) -> None:
+        bundles = prepared_for(item)
+        if bundles == self.bundles and not self.broken():
+            return
+        self.discard()
+        if not bundles:
+            return
+        with self.blocker.unblock():
+            # A test's own transaction must not be open yet: it would end inside ours.
+            assert not connection.in_atomic_block, "prepared data after the test's transaction"
+            atomic = transaction.atomic()
+            atomic.__enter__()
+            self.atomic = atomic
+            try:
+                project_create(slug="demo", name="Demo")
+                self.summaries = {name: import_fixture(name) for name in bundles}
+            except BaseException:
+                self.discard()
+                raise
+        self.bundles = bundles
+
+    def broken(self) -> bool:
+        """Whether PostgreSQL refuses every statement in our transaction until it ends.
+
+        A statement can fail after a test's rollback, outside any savepoint: the
+        garbage collector closing a server-side cursor (`.iterator()`) that an export
+        refused half-way left open, in a savepoint that is gone. The data is then
+        imported again.
+        """
+        if self.atomic is None or connection.vendor != "postgresql":
+            return False
+        return connection.connection.info.transaction_status == pq.TransactionStatus.INERROR
+
+    def discard(self) -> None:
+        """Roll the imported bundles back: the database is empty again."""
+        if self.atomic is None:
+            return
+        with self.blocker.unblock():
+            transaction.set_rollback(True)
+            self.atomic.__exit__(None, None, None)
+        self.atomic, self.bundles, self.summaries = None, (), {}
+
+
+@pytest.fixture(scope="session")
+def prepared_data(django_db_setup, django_db_blocker) -> Iterator[PreparedData]:
+    PreparedData.current = PreparedData(django_db_blocker)
+    yield PreparedData.current
+    # Before django_db_setup destroys the test database.
+    PreparedData.current.discard()
+    PreparedData.current = None
+
+
+@pytest.fixture(autouse=True)
+def _prepared_data(request) -> None:
+    """The first test that needs prepared data starts it; pytest_runtest_setup switches it."""
+    if prepared_for(request.node):
+        request.getfixturevalue("prepared_data").switch(request.node)
+        # Keys of cached pages hold row ids and import times, which repeat after a rollback.
+        cache.clear()
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_runtest_setup(item: pytest.Item) -> None:
+    # Runs before any fixture of the test sets up, module-wide ones included.
+    if PreparedData.current is not None:
+        PreparedData.current.switch(item)
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """Tests that start from the same prepared data run one after another.
+
+    pytest-django has put the tests rolled back to an empty database first, then
+    those that flush it, then those that use none (the browser's among them: its
+    event loop would make Django refuse synchronous queries). The tests of each kind
+    of prepared data go at the end of the first part, each kind in collected order.
+    """
+    order = [(), *PREPARED.values()]
+    items.sort(key=lambda item: (not rolled_back(item), order.index(prepared_for(item))))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def fast_password_hashing() -> Iterator[None]:
+    # Personas and demo users are created with a password; the default hasher costs
+    # ~0.3 s a user, more than most tests.
+    with override_settings(PASSWORD_HASHERS=["django.contrib.auth.hashers.MD5PasswordHasher"]):
+        yield
+
+
+@pytest.fixture(scope="session")
+def demo_sqlite(request, tmp_path_factory) -> Path:
+    """A SQLite file as `make run` leaves it (migrated, load_demo), for subprocesses to copy.
+
+    Migrating costs seconds: the servers and commands that tests run in subprocesses
+    start from copies of this one file (`sqlite_copy`) instead of each migrating their own.
+    """
+    path = tmp_path_factory.mktemp("demo-sqlite") / "demo.sqlite3"
+    env = sqlite_env(path)
+    manage = [sys.executable, str(ROOT / "manage.py")]
+    if connection.vendor == "sqlite":
+        # The suite's own database is migrated already, and empty between tests.
+        request.getfixturevalue("django_db_setup")
+        blocker = request.getfixturevalue("django_db_blocker")
+        with blocker.unblock(), closing(sqlite3.connect(path)) as target:
+            assert not connection.in_atomic_block, "a copy would wait for our own transaction"
+            connection.ensure_connection()
+            connection.connection.backup(target)
+    else:
+        subprocess.run([*manage, "migrate", "-v0"], env=env, cwd=ROOT, check=True)
+    subprocess.run([*manage, "load_demo"], env=env, cwd=ROOT, check=True, capture_output=True)
+    return path
+
+
+def sqlite_env(path: Path) -> dict[str, str]:
+    """The environment of a manage.py subprocess on the SQLite file `path`."""
+    env = {
+        **os.environ, "DATABASE_URL": f"sqlite:///{path}", "DEBUG": "1",
+        "DEMO_PASSWORD": DEMO_PASSWORD,
+    }  # fmt: skip
+    env.pop("PYTEST_VERSION", None)
+    return env
+
+
+def sqlite_copy(template: Path, path: Path) -> Path:
+    """A copy of the database `template` at `path` (through SQLite: it may be in WAL mode)."""
+    with closing(sqlite3.connect(template)) as source, closing(sqlite3.connect(path)) as target:
+        source.backup(target)
+    return path
+
+
 @pytest.fixture
 def project(db) -> Project:
+    # Already there when the test starts from prepared data.
     return project_create(slug="demo", name="Demo")
 
 
@@ -94,7 +290,11 @@ def outsider(db) -> User:
 
 
 @pytest.fixture
-def demo_runs(project) -> None:
-    """Every fixture bundle imported into `demo`, as load_demo does."""
-    for path in sorted(FIXTURES.glob("*.jsonl")):
-        import_fixture(path.name)
+def demo_runs(request, project) -> dict[str, ImportSummary]:
+    """Every fixture bundle imported into `demo`, as load_demo does; their import summaries.
+
+    Already there for a test rolled back to them (PreparedData).
+    """
+    if prepared_for(request.node) == BUNDLES:
+        return PreparedData.current.summaries
+    return {name: import_fixture(name) for name in BUNDLES}

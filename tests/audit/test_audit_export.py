@@ -6,7 +6,6 @@ import csv
 import gc
 import io
 import json
-import os
 import subprocess
 import sys
 from collections import Counter
@@ -27,7 +26,7 @@ from evidence.canonical import canonical_json, rfc3339, text_sha256
 from evidence.models import Passage
 from replay.models import Citation, Response, Retrieval, Run
 from tests.audit.test_audit_zip import export, manifest, members, rows, sha256
-from tests.conftest import ROOT, bundle_bytes, import_bytes
+from tests.conftest import ROOT, bundle_bytes, import_bytes, sqlite_copy, sqlite_env
 from tests.factories import synthetic_bundle
 
 FIXED = {
@@ -90,12 +89,6 @@ pytestmark = pytest.mark.filterwarnings("error::pytest.PytestUnraisableException
 def collect_abandoned_zips() -> Iterator[None]:
     yield
     gc.collect()
-
-
-@pytest.fixture(autouse=True)
-def fast_password_hashing(settings) -> None:
-    # The personas are created with a password; the default hasher costs ~0.3 s a user.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture
@@ -669,19 +662,11 @@ def test_the_browser_download_is_byte_identical_to_the_command(client, lead, rev
     assert AuditExport.objects.filter(package_id=every).count() == 2
 
 
-def test_exports_in_two_processes_with_other_hash_seeds_are_byte_identical(tmp_path):
+def test_exports_in_two_processes_with_other_hash_seeds_are_byte_identical(demo_sqlite, tmp_path):
     # Within one process set and dict orders repeat themselves; a fresh interpreter with
     # another PYTHONHASHSEED is how "exported again next week" really runs.
-    env = {
-        **os.environ,
-        "DATABASE_URL": f"sqlite:///{tmp_path / 'own.sqlite3'}",
-        "DEBUG": "1",
-        "DEMO_PASSWORD": "not-used-here",
-    }
-    env.pop("PYTEST_VERSION", None)
+    env = sqlite_env(sqlite_copy(demo_sqlite, tmp_path / "own.sqlite3"))
     manage = [sys.executable, str(ROOT / "manage.py")]
-    subprocess.run([*manage, "migrate", "-v0"], env=env, cwd=ROOT, check=True)
-    subprocess.run([*manage, "load_demo"], env=env, cwd=ROOT, check=True, capture_output=True)
     printed = []
     for seed in ("1", "2"):
         done = subprocess.run(

@@ -10,7 +10,6 @@ name the rows, and leave nothing at the --out path.
 from __future__ import annotations
 
 import gc
-import os
 import sqlite3
 import subprocess
 import sys
@@ -30,7 +29,7 @@ from cards.services import verdict_save
 from evidence.dbguards import append_only_sql
 from evidence.models import Passage
 from tests.audit.test_audit_zip import export
-from tests.conftest import ROOT
+from tests.conftest import ROOT, sqlite_copy, sqlite_env
 
 D01 = "D-01@returns-v4#p04"
 # A refused export closes its half-written zip (ZipStream.abandon): one left to the garbage
@@ -204,16 +203,10 @@ def test_the_download_of_tampered_data_breaks_off_and_records_no_package_id(
         verify(str(tmp_path / "cut.zip"))
 
 
-def test_a_refused_export_says_one_line_on_stderr(tmp_path):
-    database = tmp_path / "own.sqlite3"
-    env = {**os.environ, "DATABASE_URL": f"sqlite:///{database}", "DEBUG": "1"}
-    env.pop("PYTEST_VERSION", None)
+def test_a_refused_export_says_one_line_on_stderr(demo_sqlite, tmp_path):
+    database = sqlite_copy(demo_sqlite, tmp_path / "own.sqlite3")
+    env = sqlite_env(database)
     manage = [sys.executable, str(ROOT / "manage.py")]
-    subprocess.run([*manage, "migrate", "-v0"], env=env, cwd=ROOT, check=True)
-    subprocess.run(
-        [*manage, "load_demo"], env={**env, "DEMO_PASSWORD": "unused-here"}, cwd=ROOT,
-        check=True, capture_output=True,
-    )  # fmt: skip
     with sqlite3.connect(database) as db:
         db.execute("DROP TRIGGER evidence_passage_no_update")
         db.execute("UPDATE evidence_passage SET text = 'Anything.' WHERE ref = ?", [D01])

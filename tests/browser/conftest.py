@@ -2,7 +2,8 @@
 
 The server runs in a subprocess exactly as `make run` does, so the browser
 sees the real middleware, static files and CSP. On PostgreSQL (DATABASE_URL
-set) it gets a throwaway database of its own; on SQLite a temporary file.
+set) it gets a throwaway database of its own; on SQLite a copy of the suite's
+demo file (tests/conftest.py `demo_sqlite`).
 """
 
 from __future__ import annotations
@@ -21,6 +22,8 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
+from tests.conftest import DEMO_PASSWORD, sqlite_copy
+
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("CHROMIUM_PATH") or shutil.which("chromium") or "/usr/bin/chromium"
 CHROMIUM_ARGS = [
@@ -32,7 +35,6 @@ CHROMIUM_ARGS = [
     "--no-first-run",
     "--disable-quic",
 ]
-DEMO_PASSWORD = "browser-test-password"
 
 
 def _free_port() -> int:
@@ -64,7 +66,7 @@ class LiveServer:
 
 
 @pytest.fixture(scope="session")
-def live(tmp_path_factory) -> Iterator[LiveServer]:
+def live(request, tmp_path_factory) -> Iterator[LiveServer]:
     base = os.environ.get("DATABASE_URL", "")
     env = {**os.environ, "DEBUG": "1", "DEMO_PASSWORD": DEMO_PASSWORD}
     env.pop("PYTEST_VERSION", None)
@@ -74,11 +76,14 @@ def live(tmp_path_factory) -> Iterator[LiveServer]:
         _admin_sql(base, f'CREATE DATABASE "{name}"')
         dropped = name
         env["DATABASE_URL"] = urlunsplit(urlsplit(base)._replace(path=f"/{name}"))
-    else:
-        env["DATABASE_URL"] = f"sqlite:///{tmp_path_factory.mktemp('e2e') / 'e2e.sqlite3'}"
     manage = [sys.executable, str(ROOT / "manage.py")]
-    subprocess.run([*manage, "migrate", "-v0"], env=env, cwd=ROOT, check=True)
-    subprocess.run([*manage, "load_demo"], env=env, cwd=ROOT, check=True, capture_output=True)
+    if dropped:
+        subprocess.run([*manage, "migrate", "-v0"], env=env, cwd=ROOT, check=True)
+        subprocess.run([*manage, "load_demo"], env=env, cwd=ROOT, check=True, capture_output=True)
+    else:
+        database = tmp_path_factory.mktemp("e2e") / "e2e.sqlite3"
+        sqlite_copy(request.getfixturevalue("demo_sqlite"), database)
+        env["DATABASE_URL"] = f"sqlite:///{database}"
     port = _free_port()
     server = subprocess.Popen(
         [*manage, "runserver", "--noreload", f"127.0.0.1:{port}"],

@@ -134,12 +134,6 @@ def assert_chain_holds(claim: Claim) -> int:
     return len(chain)
 
 
-@pytest.fixture(autouse=True)
-def fast_password_hashing(settings) -> None:
-    # The personas are created with a password; the default hasher costs ~0.3 s a user.
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-
-
 @pytest.fixture
 def replay_response(project) -> Response:
     """q017-r3's response: an answer with two markers and no claim yet."""
