@@ -6,6 +6,7 @@ import csv
 import gc
 import io
 import json
+import os
 import subprocess
 import sys
 from collections import Counter
