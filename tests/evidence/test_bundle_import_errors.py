@@ -386,6 +386,22 @@ def test_it_refuses_a_created_at_that_is_not_rfc3339(project):
     assert error.lines() == ['line 1: /created_at: "28/09/2026" is not an RFC 3339 date-time']
 
 
+def test_it_refuses_a_created_at_with_a_space_between_date_and_time(project):
+    error = refused(changed(1, lambda run: run.update(created_at="2026-10-01 12:00:00Z")))
+    assert error.lines() == [
+        'line 1: /created_at: "2026-10-01 12:00:00Z" is not an RFC 3339 date-time: '
+        'put "T" between date and time, not a space'
+    ]
+
+
+def test_it_refuses_a_judgement_time_without_an_offset(project):
+    error = refused(changed(5, lambda r: judgement(0)(r).update(at="2026-10-01T12:00:00")))
+    assert error.lines() == [
+        'line 5: /claims/0/judgements/0/at: "2026-10-01T12:00:00" is not an RFC 3339 '
+        "date-time: it needs Z (UTC) or an offset like +02:00"
+    ]
+
+
 @pytest.mark.parametrize(
     ("line_number", "change", "path"),
     [
