@@ -549,17 +549,24 @@ def _check_keyword_values(node: dict, where: str) -> None:
 
 def _type_check(types: str | list[str]) -> Check:
     names = [types] if isinstance(types, str) else types
-    tests = tuple(_TYPE_TESTS[name] for name in names)
     word = " or ".join(_TYPE_WORDS[name] for name in names)
+    if len(names) == 1:  # every node of the bundle schema: one call fewer per value
+        test = _TYPE_TESTS[names[0]]
 
-    def check_type(v, p, out, tests=tests, word=word):
-        for test in tests:
-            if test(v):
-                return
-        out.append((p, f"must be {word}, not {_type_name(v)}"))
-        raise _Stop
+        def check_type(v, p, out, test=test, word=word):
+            if not test(v):
+                out.append((p, f"must be {word}, not {_type_name(v)}"))
+                raise _Stop
 
-    return check_type
+        return check_type
+    tests = tuple(_TYPE_TESTS[name] for name in names)
+
+    def check_types(v, p, out, tests=tests, word=word):
+        if not any(test(v) for test in tests):
+            out.append((p, f"must be {word}, not {_type_name(v)}"))
+            raise _Stop
+
+    return check_types
 
 
 def _json_equal(a: Any, b: Any) -> bool:
