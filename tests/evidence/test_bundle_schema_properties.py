@@ -241,7 +241,11 @@ CHOICES = sorted(
 
 
 def boundary_values(node: dict, value: Any) -> list[Any]:
-    """Values just inside and just outside each rule of `node`, made from `value`."""
+    """Values just inside and just outside each rule of `node`, made from `value`.
+
+    Some are shared objects (OTHER_TYPES): the caller copies the one it puts in a line,
+    which later changes may edit.
+    """
     found: list[Any] = list(OTHER_TYPES.get(node.get("type", ""), []))
     if isinstance(value, str):
         filler = value[-1:] or "a"
@@ -258,7 +262,8 @@ def boundary_values(node: dict, value: Any) -> list[Any]:
     if isinstance(value, list):
         for n in (node.get("minItems"), node.get("maxItems")):
             for size in (n - 1, n, n + 1) if n is not None and n > 0 else ():
-                found.append((value + [value[-1] if value else 0] * size)[:size])
+                padding = [copy.deepcopy(value[-1] if value else 0) for _ in range(size)]
+                found.append((value + padding)[:size])
     return found or [None]
 
 
@@ -311,11 +316,14 @@ def changed_lines(
         elif how == "replace" or (how == "boundary" and node is None):
             parent[key] = draw(json_values)
         elif how == "boundary":
-            parent[key] = draw(st.sampled_from(boundary_values(node, parent[key])))
+            parent[key] = copy.deepcopy(draw(st.sampled_from(boundary_values(node, parent[key]))))
         elif isinstance(parent[key], str):
             parent[key] = near_miss_string(draw, parent[key])
+        elif isinstance(parent[key], int | float) and not isinstance(parent[key], bool):
+            number = parent[key]
+            parent[key] = draw(st.sampled_from([number - 1, number + 1, -number, number + 0.5]))
         else:
-            parent[key] = draw(st.sampled_from([*OTHER_TYPES["integer"], [], {}, -1, 0]))
+            parent[key] = draw(st.sampled_from([0, 1, "true", None, [], {}]))
     return line
 
 
