@@ -18,7 +18,7 @@ from cards.rules import association_problem
 from evidence.canonical import text_sha256
 from evidence.expectations import expectation_document, expectation_sha256
 from evidence.models import Project
-from ingest.bundle import MAX_PROBLEMS, SCHEMA_NAME, Problem
+from ingest.bundle import MAX_PROBLEMS, SCHEMA_NAME, Problem, storable_time_problem
 
 
 class StopReading(Exception):
@@ -110,6 +110,8 @@ class Rules:
             return False
         if line.get("baseline_run_id") == run_id:
             self.problem(number, "/baseline_run_id", "a run cannot be its own baseline")
+        if problem := storable_time_problem(line["created_at"]):
+            self.problem(number, "/created_at", problem)
         return True
 
     def declared(self, number: int, path: str, ref: str) -> PassageSeen | None:
@@ -278,6 +280,8 @@ class Rules:
                 )
         for j, judgement in enumerate(claim.get("judgements", [])):
             where = f"{path}/judgements/{j}"
+            if "at" in judgement and (problem := storable_time_problem(judgement["at"])):
+                self.problem(number, f"{where}/at", problem)
             if "diagnosis" in judgement and judgement["diagnosis"] not in Diagnosis.values:
                 self.problem(
                     number,

@@ -386,6 +386,36 @@ def test_it_refuses_a_created_at_that_is_not_rfc3339(project):
     assert error.lines() == ['line 1: /created_at: "28/09/2026" is not an RFC 3339 date-time']
 
 
+def test_it_refuses_a_created_at_with_a_space_between_date_and_time(project):
+    error = refused(changed(1, lambda run: run.update(created_at="2026-10-01 12:00:00Z")))
+    assert error.lines() == [
+        'line 1: /created_at: "2026-10-01 12:00:00Z" is not an RFC 3339 date-time: '
+        'put "T" between date and time, not a space'
+    ]
+
+
+def test_it_refuses_a_time_that_leaves_the_storable_years_in_utc(project):
+    # Valid RFC 3339, but the year 0 once converted to UTC: refused, not a traceback.
+    early = "0001-01-01T00:00:00+23:59"
+    error = refused(changed(1, lambda run: run.update(created_at=early)))
+    assert error.lines() == [
+        f'line 1: /created_at: "{early}" is outside the years 1–9999 once converted to UTC'
+    ]
+    error = refused(changed(5, lambda r: judgement(0)(r).update(at=early)))
+    assert error.lines() == [
+        f'line 5: /claims/0/judgements/0/at: "{early}" is outside the years 1–9999 once '
+        "converted to UTC"
+    ]
+
+
+def test_it_refuses_a_judgement_time_without_an_offset(project):
+    error = refused(changed(5, lambda r: judgement(0)(r).update(at="2026-10-01T12:00:00")))
+    assert error.lines() == [
+        'line 5: /claims/0/judgements/0/at: "2026-10-01T12:00:00" is not an RFC 3339 '
+        "date-time: it needs Z (UTC) or an offset like +02:00"
+    ]
+
+
 @pytest.mark.parametrize(
     ("line_number", "change", "path"),
     [
