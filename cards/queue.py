@@ -164,6 +164,21 @@ def _drifted_since(
     return found
 
 
+def next_in_queue(*, membership: Membership, after: Response | None = None) -> WorkItem | None:
+    """My next case that is not done: the first one after `after` in queue order, wrapping
+    around to the start, so a skip never comes back to `after` before every other case has
+    had its turn. `after` itself comes last, and only when nothing else waits."""
+    items = my_cases(membership=membership)
+    waiting = [item for item in items if item.status != Status.DONE]
+    if after is None:
+        return waiting[0] if waiting else None
+    here = next((item.order for item in items if item.response_id == after.pk), None)
+    if here is None:  # a case that is not mine (someone else's): it sorts with the open ones
+        here = (True, after.run.imported_at, after.run_id, after.position)
+    later = [item for item in waiting if item.order > here]
+    return (later or waiting or [None])[0]
+
+
 @dataclass
 class WorkRow:
     item: WorkItem

@@ -6,8 +6,8 @@ import pytest
 from django.contrib.messages import get_messages
 from django.urls import reverse
 
-from cards.models import Claim
-from cards.queue import Status, my_cases, status_of, work_page
+from cards.models import Claim, ResponseReview
+from cards.queue import Status, my_cases, next_in_queue, status_of, work_page
 from cards.services import (
     assignment_set,
     claim_create,
@@ -223,6 +223,68 @@ def test_another_text_in_an_older_snapshot_is_not_re_review(reviewer, project):
     assert statuses(reviewer, "q017-r3") == {("q017-r3", "Q-017"): "done"}
 
 
+def test_a_case_that_needs_re_review_is_in_my_queue(reviewer, project):
+    import_fixture("q017-r1.jsonl")
+    finish(response_for("q017-r1"), reviewer)
+    assert next_in_queue(membership=membership(reviewer)) is None
+    import_fixture("q017-r3.jsonl")
+    waiting = next_in_queue(membership=membership(reviewer))
+    assert (waiting.run_id, waiting.status) == ("q017-r1", Status.REREVIEW)
+
+
+# --- the queue: order, skip, wrap ------------------------------------------------------------
+
+
+def queue_after(user, run_id: str, case_id: str | None = None) -> tuple[str, str] | None:
+    item = next_in_queue(membership=membership(user), after=response_for(run_id, case_id))
+    return None if item is None else (item.run_id, item.case_id)
+
+
+def test_the_queue_starts_with_my_first_case_not_done(reviewer, three_runs):
+    finish(response_for("q017-r1"), reviewer)
+    item = next_in_queue(membership=membership(reviewer))
+    assert (item.run_id, item.case_id) == ("pro-plan-r1", "q1")
+
+
+def test_a_skip_opens_the_case_after_the_current_one_and_wraps_around(reviewer, three_runs):
+    finish(response_for("pro-plan-r1", "q2"), reviewer)
+    assert queue_after(reviewer, "q017-r1") == ("pro-plan-r1", "q1")
+    assert queue_after(reviewer, "pro-plan-r1", "q1") == ("pro-plan-r1", "q3")  # q2 is done
+    assert queue_after(reviewer, "pro-plan-r1", "q3") == ("q017-r2", "Q-017")
+    assert queue_after(reviewer, "q017-r2") == ("q017-r1", "Q-017")  # wrapped
+    # From a done case, the queue goes on from its place.
+    assert queue_after(reviewer, "pro-plan-r1", "q2") == ("pro-plan-r1", "q3")
+
+
+def test_a_skip_from_the_only_case_left_stays_on_it(reviewer, three_runs):
+    for run_id, case_id in [("q017-r1", None), ("pro-plan-r1", "q1"), ("pro-plan-r1", "q2"),
+                            ("q017-r2", None)]:  # fmt: skip
+        finish(response_for(run_id, case_id), reviewer)
+    assert queue_after(reviewer, "pro-plan-r1", "q3") == ("pro-plan-r1", "q3")
+    finish(response_for("pro-plan-r1", "q3"), reviewer)
+    assert queue_after(reviewer, "pro-plan-r1", "q3") is None
+
+
+def test_a_skip_goes_through_my_assigned_cases_before_the_open_ones(lead, reviewer, three_runs):
+    assignment_set(
+        responses=[response_for("pro-plan-r1", "q2"), response_for("q017-r2")],
+        reviewer=reviewer,
+        lead=lead,
+    )
+    assert queue_after(reviewer, "pro-plan-r1", "q2") == ("q017-r2", "Q-017")
+    assert queue_after(reviewer, "q017-r2") == ("q017-r1", "Q-017")
+    assert queue_after(reviewer, "pro-plan-r1", "q3") == ("pro-plan-r1", "q2")  # wrapped
+
+
+def test_a_skip_from_someone_elses_case_goes_on_from_its_place(
+    lead, reviewer, second_reviewer, three_runs
+):
+    assignment_set(
+        responses=[response_for("pro-plan-r1", "q2")], reviewer=second_reviewer, lead=lead
+    )
+    assert queue_after(reviewer, "pro-plan-r1", "q2") == ("pro-plan-r1", "q3")
+
+
 # --- progress, filters and pages -------------------------------------------------------------
 
 
@@ -302,9 +364,11 @@ def test_the_project_page_links_my_work(client, reviewer, project):
     assert f'href="{WORK}"' in client.get("/p/demo/").content.decode()
 
 
-def test_an_outsider_gets_404_on_my_work(client, outsider, replay_response):
+def test_an_outsider_gets_404_on_my_work_and_the_queue(client, outsider, replay_response):
     client.force_login(outsider)
     assert client.get(WORK).status_code == 404
+    assert client.get(QUEUE).status_code == 404
+    assert client.get(QUEUE, {"run": "q017-r3", "case": "Q-017"}).status_code == 404
 
 
 def drifted_copy(run_id: str, cases: int, snapshot: str) -> list[dict]:
@@ -339,3 +403,64 @@ def test_my_work_query_count_does_not_grow_with_cases(
         counts.append(len(queries.captured_queries))
     assert counts[0] == counts[1], counts
     assert response.context["work"].counts["rereview"] == 71
+
+
+# --- the queue view --------------------------------------------------------------------------
+
+
+def test_next_in_my_queue_from_a_case_skips_it_without_marking_anything(
+    client, reviewer, three_runs
+):
+    client.force_login(reviewer)
+    response = client.get(QUEUE, {"run": "q017-r1", "case": "Q-017"})
+    assert response.status_code == 302
+    assert response["Location"] == case_path("pro-plan-r1", "q1")
+    assert not ResponseReview.objects.filter(author=reviewer).exists()
+    response = client.get(QUEUE, {"run": "q017-r2", "case": "Q-017"}, **HTMX)
+    assert response["Location"] == case_path("q017-r1", "Q-017")  # wrapped
+
+
+def test_next_from_an_unfinished_assigned_case_never_reloads_it(
+    client, lead, reviewer, three_runs
+):
+    assignment_set(
+        responses=[response_for("q017-r1"), response_for("q017-r2")], reviewer=reviewer, lead=lead
+    )
+    client.force_login(reviewer)
+    response = client.get(QUEUE, {"run": "q017-r1", "case": "Q-017"})
+    assert response["Location"] == case_path("q017-r2", "Q-017")
+    response = client.get(QUEUE, {"run": "q017-r2", "case": "Q-017"})
+    assert response["Location"] == case_path("pro-plan-r1", "q1")  # then the open cases
+
+
+def test_the_case_page_link_and_its_n_key_carry_the_current_case(client, reviewer, three_runs):
+    client.force_login(reviewer)
+    html = client.get(case_path("q017-r1", "Q-017")).content.decode()
+    assert f'href="{QUEUE}?run=q017-r1&amp;case=Q-017" data-key="n"' in html
+
+
+def test_an_unknown_current_case_starts_the_queue_from_the_beginning(client, reviewer, three_runs):
+    client.force_login(reviewer)
+    response = client.get(QUEUE, {"run": "q017-r1", "case": "nope"})
+    assert response["Location"] == case_path("q017-r1", "Q-017")
+
+
+def test_skipping_the_last_case_left_stays_on_it_and_says_so(client, reviewer, replay_response):
+    client.force_login(reviewer)
+    response = client.get(QUEUE, {"run": "q017-r3", "case": "Q-017"})
+    assert response["Location"] == case_path("q017-r3", "Q-017")
+    assert flashes(response) == ["No other case waits in your queue: this is the last one."]
+
+
+def test_the_queue_view_query_count_does_not_grow_with_cases(
+    client, reviewer, project, django_assert_max_num_queries
+):
+    client.force_login(reviewer)
+    counts = []
+    for run_id, cases in [("small", 1), ("large", 70)]:
+        add_finished_run(reviewer, run_id, cases)
+        with django_assert_max_num_queries(7) as queries:
+            response = client.get(QUEUE, {"run": f"{run_id}-later", "case": "case-0"})
+        assert response.status_code == 302
+        counts.append(len(queries.captured_queries))
+    assert counts[0] == counts[1], counts
