@@ -25,6 +25,7 @@ from datetime import datetime
 from django.core.paginator import Page, Paginator
 from django.db import models
 from django.db.models import Case, Exists, OuterRef, Q, QuerySet, Subquery, Value, When
+from django.http import Http404
 
 from cards.models import Assignment, Claim, ClaimRevision, ResponseReview, VerdictRevision
 from cards.progress import latest_review_complete, reviewed_condition
@@ -69,6 +70,16 @@ def _current_claims() -> QuerySet[Claim]:
 def _without_verdict_of(user) -> QuerySet[Claim]:
     return _current_claims().exclude(
         Exists(VerdictRevision.objects.filter(claim=OuterRef("pk"), author=user))
+    )
+
+
+def claims_without_verdict(*, response: Response, user) -> list[str]:
+    """Keys of the response's current claims that carry no verdict of `user`, in order."""
+    return list(
+        _without_verdict_of(user)
+        .filter(response=response)
+        .order_by("position")
+        .values_list("key", flat=True)
     )
 
 
@@ -177,6 +188,18 @@ def next_in_queue(*, membership: Membership, after: Response | None = None) -> W
         here = (True, after.run.imported_at, after.run_id, after.position)
     later = [item for item in waiting if item.order > here]
     return (later or waiting or [None])[0]
+
+
+def case_response(*, run: Run, case_id: str) -> Response:
+    """The response of a run to one case (404 when the run has none), without the review page."""
+    response = (
+        Response.objects.select_related("run__project", "case")
+        .filter(run=run, case__case_id=case_id)
+        .first()
+    )
+    if response is None:
+        raise Http404("No such case in this run.")
+    return response
 
 
 @dataclass

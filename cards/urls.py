@@ -16,6 +16,7 @@ urlpatterns = [
     path(f"{case}claims/<str:key>/revise/", review.claim_change, name="claim_change"),
     path(f"{case}claims/<str:key>/verdict/", review.verdict_add, name="verdict_add"),
     path(f"{case}complete/", review.review_complete, name="review_complete"),
+    path(f"{case}submit/", work.case_submit, name="case_submit"),
     path("p/<slug:slug>/work/", work.my_work, name="my_work"),
     path("p/<slug:slug>/queue/", work.queue_next, name="queue_next"),
     path("p/<slug:slug>/runs/<str:run_id>/assign/", runs.run_assign, name="run_assign"),

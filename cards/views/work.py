@@ -2,17 +2,23 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from django.contrib import messages
+from django.core.exceptions import ValidationError
 from django.http import HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.views.decorators.http import require_GET
+from django.views.decorators.http import require_GET, require_POST
+from django_htmx.http import HttpResponseClientRedirect
 
-from cards.queue import WorkItem, next_in_queue, work_page
+from cards.queue import WorkItem, case_response, next_in_queue, work_page
+from cards.services import response_submit
 from evidence.access import membership_for
 from evidence.http import HtmxHttpRequest
 from evidence.models import Membership
 from replay.models import Response
+from replay.selectors import run_for_project
 
 
 @require_GET
@@ -29,6 +35,14 @@ def my_work(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         "cards/work.html",
         {"project": membership.project, "membership": membership, "work": work},
     )
+
+
+def queue_url(slug: str, after: Response | None = None) -> str:
+    """The queue link; from a case it carries that case, so the next one is after it (a skip)."""
+    url = reverse("queue_next", args=[slug])
+    if after is None:
+        return url
+    return f"{url}?{urlencode({'run': after.run.run_id, 'case': after.case.case_id})}"
 
 
 def _case_url(slug: str, item: WorkItem) -> str:
@@ -62,3 +76,26 @@ def queue_next(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     if after is not None and item.response_id == after.pk:
         messages.info(request, "No other case waits in your queue: this is the last one.")
     return redirect(_case_url(slug, item))
+
+
+@require_POST
+def case_submit(request: HtmxHttpRequest, slug: str, run_id: str, case_id: str) -> HttpResponse:
+    """Submit and next: mark my work on this case complete, then open my next case."""
+    membership = membership_for(user=request.user, slug=slug)
+    run = run_for_project(project=membership.project, run_id=run_id)
+    response = case_response(run=run, case_id=case_id)
+    try:
+        response_submit(response=response, author=request.user)
+    except ValidationError as exc:
+        refusal = "; ".join(exc.messages)
+        if request.htmx:
+            context = {"project": membership.project, "run": run, "response": response}
+            context["submit_error"] = refusal
+            return render(request, "cards/review.html#submit", context, status=400)
+        messages.error(request, refusal)
+        return redirect(reverse("case_detail", args=[slug, run_id, case_id]))
+    messages.success(request, f"Case {case_id} of {run_id} submitted.")
+    item = next_in_queue(membership=membership, after=response)
+    # An empty queue: the queue page says so (it finds nothing either).
+    url = queue_url(slug, response) if item is None else _case_url(slug, item)
+    return HttpResponseClientRedirect(url) if request.htmx else redirect(url)

@@ -13,6 +13,7 @@ from cards.services import (
     claim_create,
     claim_revise,
     response_mark_complete,
+    response_submit,
 )
 from evidence.canonical import text_sha256
 from evidence.models import Membership
@@ -364,11 +365,14 @@ def test_the_project_page_links_my_work(client, reviewer, project):
     assert f'href="{WORK}"' in client.get("/p/demo/").content.decode()
 
 
-def test_an_outsider_gets_404_on_my_work_and_the_queue(client, outsider, replay_response):
+def test_an_outsider_gets_404_on_my_work_the_queue_and_submit(client, outsider, replay_response):
     client.force_login(outsider)
+    submit = reverse("case_submit", args=["demo", "q017-r3", "Q-017"])
     assert client.get(WORK).status_code == 404
     assert client.get(QUEUE).status_code == 404
-    assert client.get(QUEUE, {"run": "q017-r3", "case": "Q-017"}).status_code == 404
+    assert client.post(submit).status_code == 404
+    assert client.post(submit, **HTMX).status_code == 404
+    assert not ResponseReview.objects.exists()
 
 
 def drifted_copy(run_id: str, cases: int, snapshot: str) -> list[dict]:
@@ -462,5 +466,121 @@ def test_the_queue_view_query_count_does_not_grow_with_cases(
         with django_assert_max_num_queries(7) as queries:
             response = client.get(QUEUE, {"run": f"{run_id}-later", "case": "case-0"})
         assert response.status_code == 302
+        counts.append(len(queries.captured_queries))
+    assert counts[0] == counts[1], counts
+
+
+# --- Submit and next -------------------------------------------------------------------------
+
+
+def submit_url(run_id: str, case_id: str) -> str:
+    return reverse("case_submit", args=["demo", run_id, case_id])
+
+
+@pytest.fixture
+def judged(reviewer, three_runs) -> Response:
+    """q017-r1's Q-017 with every claim judged by alice, not yet marked complete by her."""
+    response = response_for("q017-r1")
+    for claim in Claim.objects.filter(response=response):
+        judge(claim, reviewer)
+    return response
+
+
+def test_submit_and_next_by_form_post_marks_complete_and_opens_the_next_case(
+    client, reviewer, judged
+):
+    client.force_login(reviewer)
+    response = client.post(submit_url("q017-r1", "Q-017"))
+    assert response.status_code == 302
+    assert response["Location"] == case_path("pro-plan-r1", "q1")
+    assert flashes(response) == ["Case Q-017 of q017-r1 submitted."]
+    review = ResponseReview.objects.get(author=reviewer)
+    assert (review.response, review.author, review.complete) == (judged, reviewer, True)
+    assert statuses(reviewer)[("q017-r1", "Q-017")] == "done"
+
+
+def test_submit_and_next_through_htmx_redirects_the_page(client, reviewer, judged):
+    client.force_login(reviewer)
+    response = client.post(submit_url("q017-r1", "Q-017"), **HTMX)
+    assert response.status_code == 200
+    assert response["HX-Redirect"] == case_path("pro-plan-r1", "q1")
+    assert ResponseReview.objects.filter(author=reviewer, complete=True).count() == 1
+
+
+def test_submit_on_the_case_page_posts_with_and_without_htmx(client, reviewer, judged):
+    client.force_login(reviewer)
+    html = client.get(case_path("q017-r1", "Q-017")).content.decode()
+    url = submit_url("q017-r1", "Q-017")
+    assert f'action="{url}"' in html
+    assert f'hx-post="{url}"' in html
+    assert ">Submit and next</button>" in html
+
+
+def test_a_submit_with_a_claim_i_did_not_judge_is_refused_by_form_post(
+    client, reviewer, three_runs
+):
+    judge(Claim.objects.get(key="C-017-1"), reviewer)
+    client.force_login(reviewer)
+    response = client.post(submit_url("q017-r1", "Q-017"))
+    assert response.status_code == 302
+    assert response["Location"] == case_path("q017-r1", "Q-017")
+    assert flashes(response) == [
+        "Judge every claim before you submit: C-017-2, C-017-3, C-017-4 have no verdict of yours."
+    ]
+    assert not ResponseReview.objects.filter(author=reviewer).exists()
+
+
+def test_a_submit_with_a_claim_i_did_not_judge_is_refused_in_place_through_htmx(
+    client, reviewer, judged, second_reviewer
+):
+    claim_create(response=judged, author=second_reviewer, text="New.", spans=[[0, 5]])
+    client.force_login(reviewer)
+    response = client.post(submit_url("q017-r1", "Q-017"), **HTMX)
+    assert response.status_code == 400
+    assert "HX-Redirect" not in response
+    html = response.content.decode()
+    assert html.lstrip().startswith('<form id="submit-next"')
+    assert "Judge every claim before you submit: c1 has no verdict of yours." in html
+    assert not ResponseReview.objects.filter(author=reviewer).exists()
+
+
+def test_a_submit_without_any_claim_is_refused_with_the_decomposition_message(
+    client, reviewer, replay_response
+):
+    client.force_login(reviewer)
+    response = client.post(submit_url("q017-r3", "Q-017"), **HTMX)
+    assert response.status_code == 400
+    assert "Split the answer into claims first" in response.content.decode()
+    assert not ResponseReview.objects.exists()
+
+
+def test_submitting_the_last_case_lands_on_the_empty_queue(client, reviewer, replay_response):
+    claim = claim_create(response=replay_response, author=reviewer, text="A.", spans=[FINAL_SALE])
+    judge(claim, reviewer)
+    client.force_login(reviewer)
+    response = client.post(submit_url("q017-r3", "Q-017"), follow=True)
+    assert response.redirect_chain == [(f"{QUEUE}?run=q017-r3&case=Q-017", 302)]
+    html = response.content.decode()
+    assert "Your queue is empty" in html
+    assert f'href="{WORK}"' in html
+    assert "Case Q-017 of q017-r3 submitted." in html
+
+
+def test_the_service_refuses_a_submit_while_my_verdict_is_missing(reviewer, replay_response):
+    claim_create(response=replay_response, author=reviewer, text="A.", spans=[FINAL_SALE])
+    with pytest.raises(Exception, match="c1 has no verdict of yours"):
+        response_submit(response=replay_response, author=reviewer)
+
+
+def test_submit_and_next_query_count_does_not_grow_with_cases(
+    client, reviewer, project, django_assert_max_num_queries
+):
+    client.force_login(reviewer)
+    counts = []
+    for run_id, cases in [("small", 1), ("large", 70)]:
+        add_finished_run(reviewer, run_id, cases)
+        with django_assert_max_num_queries(17) as queries:
+            response = client.post(submit_url(run_id, "case-0"), **HTMX)
+        assert response.status_code == 200
         counts.append(len(queries.captured_queries))
     assert counts[0] == counts[1], counts
