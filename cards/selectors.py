@@ -6,13 +6,13 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from django.db.models import Exists, OuterRef, Prefetch, Q, Subquery
+from django.db.models import Prefetch
 from django.http import Http404
 
 from cards.blind import blind_for
 from cards.models import Assignment, Claim, ClaimRevision, Origin, VerdictRevision
 from cards.prechecks import ClaimFacts, PassageFacts, ResponseFacts, prechecks
-from cards.progress import latest_review_complete, reviewed_condition
+from cards.progress import latest_review_complete
 from cards.verdicts import current as current_verdict
 from cards.verdicts import newest_labels
 from evidence.drift import drifted_from
@@ -361,34 +361,6 @@ def _sentence(plain: str, start: int, end: int) -> list[Suggestion]:
         else:
             parts = []
     return [Suggestion([(start, end)], _clean(plain, start, end), parts if len(parts) > 1 else [])]
-
-
-def next_in_queue(*, membership: Membership, after: Response | None = None) -> Response | None:
-    """My next assigned response that is not reviewed yet (decomposition or my verdicts)."""
-    user = membership.user
-    newest = ClaimRevision.objects.filter(claim=OuterRef("pk")).order_by("-seq")
-    lacking_my_verdict = (
-        Claim.objects.filter(response=OuterRef("pk"))
-        .annotate(withdrawn=Subquery(newest.values("withdrawn")[:1]))
-        .filter(withdrawn=False)  # a withdrawn claim takes no verdict
-        .exclude(Exists(VerdictRevision.objects.filter(claim=OuterRef("pk"), author=user)))
-    )
-    queue = (
-        Response.objects.filter(
-            run__project=membership.project,
-            assignments__reviewer=user,
-        )
-        .annotate(review_complete=latest_review_complete())
-        .filter(~reviewed_condition() | Exists(lacking_my_verdict))
-        .select_related("run", "case")
-        .order_by("run__imported_at", "run_id", "position")
-    )
-    if after is not None:
-        later = queue.filter(
-            Q(run_id=after.run_id, position__gt=after.position) | ~Q(run_id=after.run_id)
-        ).first()
-        return later or queue.exclude(pk=after.pk).first()
-    return queue.first()
 
 
 def assignments_for_run(*, run: Run) -> dict[int, list[str]]:

@@ -35,6 +35,7 @@ from cards.models import (
     Support,
     VerdictRevision,
 )
+from cards.queue import claims_without_verdict
 from cards.rules import association_problem, default_association
 from cards.selectors import citable_refs
 from evidence.models import Membership
@@ -367,3 +368,17 @@ def assignment_set(
         )
         created += was_created
     return created
+
+
+@transaction.atomic
+def response_submit(*, response: Response, author: AbstractBaseUser) -> ResponseReview:
+    """A reviewer's last step on a case ("Submit and next"): the decomposition is marked
+    complete, refused while a current claim carries no verdict of theirs, so that a submitted
+    case is done for them (`cards.queue`) and leaves their queue."""
+    _require_member(project_id=response.run.project_id, user=author)
+    missing = claims_without_verdict(response=response, user=author)
+    if missing:
+        keys, verb = ", ".join(missing), "has" if len(missing) == 1 else "have"
+        message = f"Judge every claim before you submit: {keys} {verb} no verdict of yours."
+        raise ValidationError({"complete": message})
+    return response_mark_complete(response=response, author=author)

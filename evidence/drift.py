@@ -62,3 +62,26 @@ def project_drifted_refs(*, project_id: int) -> QuerySet:
         .filter(texts__gt=1)
         .values_list("ref", flat=True)
     )
+
+
+def drifted_later(*, project_id: int) -> QuerySet[Passage]:
+    """Passages of the project whose ref has another text in a newer snapshot (by `created_at`,
+    as the case page's re-review flag reads it), annotated with `drifted_at`: when the newest
+    such snapshot was stored. One query, over the refs that have several texts only."""
+    newer = (
+        Passage.objects.filter(
+            snapshot__project_id=project_id,
+            ref=OuterRef("ref"),
+            snapshot__created_at__gt=OuterRef("snapshot__created_at"),
+        )
+        .exclude(sha256=OuterRef("sha256"))
+        .order_by("-snapshot__created_at")
+        .values("snapshot__created_at")
+    )
+    return (
+        Passage.objects.filter(
+            snapshot__project_id=project_id, ref__in=project_drifted_refs(project_id=project_id)
+        )
+        .annotate(drifted_at=Subquery(newer[:1]))
+        .filter(drifted_at__isnull=False)
+    )

@@ -1,4 +1,4 @@
-"""Pages about a project's runs and their review progress: project, run, queue, assignments,
+"""Pages about a project's runs and their review progress: project, run, assignments,
 disagreements and drift."""
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from cards.drift import drifted_refs
 from cards.progress import responses_for_run, runs_for_project
-from cards.selectors import assignments_for_run, disagreements, next_in_queue
+from cards.selectors import assignments_for_run, disagreements
 from cards.services import assignment_set
 from evidence.access import membership_for
 from evidence.http import HtmxHttpRequest
@@ -59,16 +59,6 @@ def project_drift(request: HtmxHttpRequest, slug: str) -> HttpResponse:
             "refs": drifted_refs(project=membership.project),
         },
     )
-
-
-@require_GET
-def queue_next(request: HtmxHttpRequest, slug: str) -> HttpResponse:
-    membership = membership_for(user=request.user, slug=slug)
-    response = next_in_queue(membership=membership)
-    if response is None:
-        messages.info(request, "Your queue is empty: every case assigned to you is reviewed.")
-        return redirect("project_detail", slug)
-    return redirect("case_detail", slug, response.run.run_id, response.case.case_id)
 
 
 @require_http_methods(["GET", "POST"])

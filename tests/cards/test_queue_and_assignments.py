@@ -6,9 +6,10 @@ from django.core.exceptions import PermissionDenied
 from django.urls import reverse
 
 from cards.models import Assignment, Claim
-from cards.selectors import next_in_queue
+from cards.queue import next_in_queue
 from cards.services import assignment_set, claim_create, claim_revise, response_mark_complete
 from evidence.models import Membership
+from replay.models import Response
 from tests.cards.conftest import FINAL_SALE, judge, response_for
 
 QUEUE = "/p/demo/queue/"
@@ -137,19 +138,25 @@ def test_the_queue_moves_on_once_i_judged_every_claim(client, reviewer, assigned
     assert client.get(QUEUE)["Location"] == "/p/demo/runs/q017-r2/cases/Q-017/"
 
 
-def test_an_empty_queue_goes_back_to_the_project_with_a_message(client, reviewer, assigned):
+def test_an_empty_queue_says_so_with_a_link_to_my_work(
+    client, lead, reviewer, second_reviewer, assigned
+):
+    others = Response.objects.exclude(pk__in=[r.pk for r in assigned])
+    assignment_set(responses=list(others), reviewer=second_reviewer, lead=lead)
     for response in assigned:
         judge_every_claim(response, reviewer)
     client.force_login(reviewer)
     response = client.get(QUEUE)
-    assert response.status_code == 302
-    assert response["Location"] == reverse("project_detail", args=["demo"])
-    assert flashes(response) == ["Your queue is empty: every case assigned to you is reviewed."]
+    assert response.status_code == 200
+    assert "Your queue is empty" in response.content.decode()
+    assert f'href="{reverse("my_work", args=["demo"])}"' in response.content.decode()
 
 
-def test_a_queue_with_nothing_assigned_is_empty(client, second_reviewer, assigned):
+def test_a_case_assigned_to_someone_else_is_not_in_my_queue(client, second_reviewer, assigned):
     client.force_login(second_reviewer)
-    assert client.get(QUEUE)["Location"] == "/p/demo/"
+    location = client.get(QUEUE)["Location"]
+    assert location != "/p/demo/runs/q017-r1/cases/Q-017/"
+    assert location != "/p/demo/runs/q017-r2/cases/Q-017/"
 
 
 def test_another_reviewers_verdicts_do_not_empty_my_queue(
@@ -188,7 +195,7 @@ def test_a_case_whose_decomposition_is_not_complete_stays_in_the_queue(
     claim = claim_create(response=replay_response, author=reviewer, text="A.", spans=[FINAL_SALE])
     judge(claim, reviewer)
     membership = Membership.objects.get(user=reviewer)
-    assert next_in_queue(membership=membership) == replay_response
+    assert next_in_queue(membership=membership).response_id == replay_response.pk
 
 
 def test_a_withdrawn_claim_does_not_keep_a_case_in_the_queue(lead, reviewer, replay_response):

@@ -164,7 +164,8 @@ def test_an_oversized_upload_is_refused_before_reading(client, lead, settings):
 PROJECT_URLS = {
     "p/<slug:slug>/": "/p/demo/",
     "p/<slug:slug>/import/": "/p/demo/import/",
-    "p/<slug:slug>/queue/": "/p/demo/queue/",
+    "p/<slug:slug>/queue/": "/p/demo/queue/?run=q017-r1&case=Q-017",
+    "p/<slug:slug>/work/": "/p/demo/work/",
     "p/<slug:slug>/members/": "/p/demo/members/",
     "p/<slug:slug>/compare/": "/p/demo/compare/?a=q017-r1&b=q017-r2",
     "p/<slug:slug>/drift/": "/p/demo/drift/",
@@ -190,6 +191,9 @@ PROJECT_URLS = {
     ),
     "p/<slug:slug>/runs/<str:run_id>/cases/<str:case_id>/complete/": (
         "/p/demo/runs/q017-r1/cases/Q-017/complete/"
+    ),
+    "p/<slug:slug>/runs/<str:run_id>/cases/<str:case_id>/submit/": (
+        "/p/demo/runs/q017-r1/cases/Q-017/submit/"
     ),
 }
 
