@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import tempfile
+import traceback
 from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
@@ -47,8 +48,12 @@ def export_stream(package: Package, out: IO[bytes] | None = None) -> Iterator[by
     try:
         yield from _members(package, zip_stream)
         package.manifest_bytes = manifest_bytes(package=package, files=zip_stream.entries)
-    except BaseException:
+    except BaseException as exc:
         zip_stream.abandon()
+        # The readers that stopped hold server-side cursors (PostgreSQL's `.iterator()`):
+        # free them now, inside the caller's transaction, not whenever the traceback is
+        # collected (by then the transaction may be gone, and closing them fails).
+        traceback.clear_frames(exc.__traceback__)
         raise
     package.package_id = hashlib.sha256(package.manifest_bytes).hexdigest()
     if data := zip_stream.close("manifest.json", package.manifest_bytes):
