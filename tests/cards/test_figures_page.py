@@ -99,3 +99,14 @@ def test_the_dashboard_shows_agreement_between_chosen_annotators(
     assert "all agree on <strong>3 / 4</strong>" in content
     assert "95 % interval 0.30 – 0.95" in content  # Wilson for 3/4 (cli.md's example)
     assert "Cohen" in content and "read both reasons and adjudicate" in content
+
+
+def test_the_per_case_table_pages_through_every_case(client, lead):
+    import_bytes(bundle_bytes(*synthetic_bundle(run_id="many", cases=51, passages=1, claims=1)))
+    client.force_login(lead)
+    first = client.get(figures_url("many")).content.decode()
+    # {% querystring %} writes the "?" itself: "??page=2" would lose the page number.
+    assert 'href="?page=2#cases-h"' in first
+    second = client.get(figures_url("many"), {"page": "2"})
+    assert second.context["cases"].number == 2
+    assert 'href="?page=1#cases-h"' in second.content.decode()
