@@ -166,6 +166,7 @@ PROJECT_URLS = {
     "p/<slug:slug>/import/": "/p/demo/import/",
     "p/<slug:slug>/queue/": "/p/demo/queue/",
     "p/<slug:slug>/members/": "/p/demo/members/",
+    "p/<slug:slug>/settings/": "/p/demo/settings/",
     "p/<slug:slug>/compare/": "/p/demo/compare/?a=q017-r1&b=q017-r2",
     "p/<slug:slug>/drift/": "/p/demo/drift/",
     "p/<slug:slug>/audit/": "/p/demo/audit/?download=1",
