@@ -18,6 +18,11 @@ urlpatterns = [
     path(f"{case}complete/", review.review_complete, name="review_complete"),
     path("p/<slug:slug>/queue/", runs.queue_next, name="queue_next"),
     path("p/<slug:slug>/runs/<str:run_id>/assign/", runs.run_assign, name="run_assign"),
+    path(
+        "p/<slug:slug>/runs/<str:run_id>/assign/deal/",
+        runs.run_assign_deal,
+        name="run_assign_deal",
+    ),
     path("p/<slug:slug>/runs/<str:run_id>/figures/", figures.run_figures, name="run_figures"),
     path(
         "p/<slug:slug>/runs/<str:run_id>/figures.csv",
