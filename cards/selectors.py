@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 from django.db.models import Exists, OuterRef, Prefetch, Q, Subquery
 from django.http import Http404
 
-from cards.blind import blind_for
+from cards.blind import hidden_from, sightings
 from cards.models import Assignment, Claim, ClaimRevision, Origin, VerdictRevision
 from cards.prechecks import ClaimFacts, PassageFacts, ResponseFacts, prechecks
 from cards.progress import latest_review_complete, reviewed_condition
@@ -46,9 +46,8 @@ class Card:
     current: VerdictRevision | None  # the one that colours the card
     mine: VerdictRevision | None  # the viewer's newest review verdict
     mine_adjudication: VerdictRevision | None  # the viewer's newest adjudication
-    hidden_count: int  # verdicts hidden by blind review
     history: list[HistoryEntry]
-    head_seq: int
+    head_seq: int  # of the chain as the viewer sees it (a blind reviewer: without others')
     attached: list[Passage]
     hints: list[str]
     rereview: list[tuple[str, str]] = field(default_factory=list)  # (ref, newer snapshot)
@@ -73,7 +72,9 @@ class ReviewPage:
     cards: list[Card]
     response_hints: dict[str, list[str]]
     review_complete: bool
-    blind: bool
+    blind: bool  # others' verdicts on this case are hidden from the viewer
+    blind_project: bool = False
+    lead_unblinded: bool = False  # a lead opened this case (or its run) to its reviewers
 
     @property
     def attachable(self) -> list[Passage]:
@@ -123,7 +124,18 @@ def review_page(*, run: Run, case_id: str, membership: Membership) -> ReviewPage
     drifted = _drifted_refs(run=run, refs=set(passages))
 
     viewer = membership.user
-    blind = blind_for(membership)
+    clock = sightings(
+        run=run,
+        response_ids=[response.pk],
+        verdicts=[
+            (response.pk, v.annotator, v.origin, v.created_at)
+            for claim in claims
+            for v in claim.verdicts.all()
+        ],
+    )
+    # Blind review: until the case opens to them, a reviewer's page is built from their own
+    # verdicts only, so nothing of the others' (label, reason, count, colour) can reach it.
+    blind = hidden_from(membership, sightings=clock, response_id=response.pk)
     cards = []
     for claim in claims:
         revisions = list(claim.revisions.all())
@@ -131,9 +143,7 @@ def review_page(*, run: Run, case_id: str, membership: Membership) -> ReviewPage
         own = [v for v in all_verdicts if v.author_id == viewer.pk]
         mine = next((v for v in own if v.origin == Origin.REVIEW), None)
         mine_adjudication = next((v for v in own if v.origin == Origin.ADJUDICATION), None)
-        visible = all_verdicts
-        if blind and not own:
-            visible = []
+        visible = own if blind else all_verdicts
         history = [HistoryEntry(r.seq, "claim", r) for r in revisions] + [
             HistoryEntry(v.seq, "verdict", v) for v in visible
         ]
@@ -147,9 +157,8 @@ def review_page(*, run: Run, case_id: str, membership: Membership) -> ReviewPage
                 current=current_verdict(visible),
                 mine=mine,
                 mine_adjudication=mine_adjudication,
-                hidden_count=len(all_verdicts) - len(visible),
                 history=history,
-                head_seq=max([r.seq for r in revisions] + [v.seq for v in all_verdicts]),
+                head_seq=max([r.seq for r in revisions] + [v.seq for v in visible]),
                 attached=[passages[r] for r in current_revision.citations if r in passages],
                 hints=[],
             )
@@ -203,6 +212,8 @@ def review_page(*, run: Run, case_id: str, membership: Membership) -> ReviewPage
         review_complete=bool(response.review_complete)
         or (response.abstained and not response.text),
         blind=blind,
+        blind_project=clock.blind,
+        lead_unblinded=clock.lead_unblinded(response.pk),
     )
 
 

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from cards.views import figures, review, runs
+from cards.views import blind, figures, review, runs
 
 # run_id and case_id use the bundle's charset [A-Za-z0-9._:-], which <str:> covers.
 case = "p/<slug:slug>/runs/<str:run_id>/cases/<str:case_id>/"
@@ -16,6 +16,7 @@ urlpatterns = [
     path(f"{case}claims/<str:key>/revise/", review.claim_change, name="claim_change"),
     path(f"{case}claims/<str:key>/verdict/", review.verdict_add, name="verdict_add"),
     path(f"{case}complete/", review.review_complete, name="review_complete"),
+    path(f"{case}unblind/", blind.case_unblind, name="case_unblind"),
     path("p/<slug:slug>/queue/", runs.queue_next, name="queue_next"),
     path("p/<slug:slug>/runs/<str:run_id>/assign/", runs.run_assign, name="run_assign"),
     path(
@@ -23,6 +24,7 @@ urlpatterns = [
         runs.run_assign_deal,
         name="run_assign_deal",
     ),
+    path("p/<slug:slug>/runs/<str:run_id>/unblind/", blind.run_unblind, name="run_unblind"),
     path("p/<slug:slug>/runs/<str:run_id>/figures/", figures.run_figures, name="run_figures"),
     path(
         "p/<slug:slug>/runs/<str:run_id>/figures.csv",

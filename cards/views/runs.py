@@ -9,6 +9,7 @@ from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from cards.blind import run_unblinded
 from cards.drift import drifted_refs
 from cards.progress import responses_for_run, runs_for_project
 from cards.selectors import assignments_for_run, disagreements, next_in_queue
@@ -36,6 +37,7 @@ def run_detail(request: HtmxHttpRequest, slug: str, run_id: str) -> HttpResponse
     membership = membership_for(user=request.user, slug=slug)
     run = run_for_project(project=membership.project, run_id=run_id)
     responses = list(responses_for_run(run=run))
+    blind_lead = membership.project.blind_review and membership.can_lead
     return render(
         request,
         "cards/run.html",
@@ -44,6 +46,7 @@ def run_detail(request: HtmxHttpRequest, slug: str, run_id: str) -> HttpResponse
             "membership": membership,
             "run": run,
             "responses": responses,
+            "run_unblinded": blind_lead and run_unblinded(run=run),
         },
     )
 

@@ -173,6 +173,7 @@ PROJECT_URLS = {
     "p/<slug:slug>/runs/<str:run_id>/": "/p/demo/runs/q017-r1/",
     "p/<slug:slug>/runs/<str:run_id>/assign/": "/p/demo/runs/q017-r1/assign/",
     "p/<slug:slug>/runs/<str:run_id>/assign/deal/": "/p/demo/runs/q017-r1/assign/deal/",
+    "p/<slug:slug>/runs/<str:run_id>/unblind/": "/p/demo/runs/q017-r1/unblind/",
     "p/<slug:slug>/runs/<str:run_id>/disagreements/": "/p/demo/runs/q017-r1/disagreements/",
     "p/<slug:slug>/runs/<str:run_id>/figures/": "/p/demo/runs/q017-r1/figures/",
     "p/<slug:slug>/runs/<str:run_id>/figures.csv": "/p/demo/runs/q017-r1/figures.csv",
@@ -192,6 +193,9 @@ PROJECT_URLS = {
     ),
     "p/<slug:slug>/runs/<str:run_id>/cases/<str:case_id>/complete/": (
         "/p/demo/runs/q017-r1/cases/Q-017/complete/"
+    ),
+    "p/<slug:slug>/runs/<str:run_id>/cases/<str:case_id>/unblind/": (
+        "/p/demo/runs/q017-r1/cases/Q-017/unblind/"
     ),
 }
 
