@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.core.exceptions import PermissionDenied
-from django.db.models import Min
+from django.db.models import Max, Min
 
 from cards.annotators import Annotator
 from cards.models import Origin, ResponseReview, Unblinding, VerdictRevision
@@ -148,6 +148,23 @@ def sightings(
                 moment = max(first_other, opened)
             seen.setdefault(response_id, {})[annotator] = moment
     return Sightings(True, marked, unblinded, seen)
+
+
+def blind_state(*, runs: Collection[Run]) -> tuple:
+    """What, beyond claims, verdicts and review marks, changes which verdicts are blind: for
+    caches of figures. Nothing (no query) unless the project reviews blind."""
+    projects = {run.project_id: run.project for run in runs}
+    if not any(project.blind_review for project in projects.values()):
+        return ()
+    return (
+        *((p.pk, p.blind_review, p.blind_since) for p in projects.values()),
+        Unblinding.objects.filter(run__in=list(runs)).aggregate(m=Max("id"))["m"],
+        tuple(
+            Membership.objects.filter(project__in=list(projects), role__in=[Role.LEAD, Role.ADMIN])
+            .order_by("user_id")
+            .values_list("user_id", flat=True)
+        ),
+    )
 
 
 def run_unblinded(*, run: Run) -> bool:

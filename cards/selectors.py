@@ -9,12 +9,12 @@ from dataclasses import dataclass, field
 from django.db.models import Exists, OuterRef, Prefetch, Q, Subquery
 from django.http import Http404
 
-from cards.blind import hidden_from, sightings
+from cards.blind import Sighted, hidden_from, sightings
 from cards.models import Assignment, Claim, ClaimRevision, Origin, VerdictRevision
 from cards.prechecks import ClaimFacts, PassageFacts, ResponseFacts, prechecks
 from cards.progress import latest_review_complete, reviewed_condition
 from cards.verdicts import current as current_verdict
-from cards.verdicts import newest_labels
+from cards.verdicts import is_informed, newest_labels
 from evidence.drift import drifted_from
 from evidence.models import Membership, Passage
 from replay.models import Citation, Response, Retrieval, Run
@@ -36,6 +36,7 @@ class HistoryEntry:
     seq: int
     kind: str  # "claim" or "verdict"
     row: ClaimRevision | VerdictRevision
+    informed: bool = False  # a verdict saved once its author could see others' (blind review)
 
 
 @dataclass
@@ -75,6 +76,7 @@ class ReviewPage:
     blind: bool  # others' verdicts on this case are hidden from the viewer
     blind_project: bool = False
     lead_unblinded: bool = False  # a lead opened this case (or its run) to its reviewers
+    informed: set[int] = field(default_factory=set)  # verdicts saved after seeing others'
 
     @property
     def attachable(self) -> list[Passage]:
@@ -136,7 +138,9 @@ def review_page(*, run: Run, case_id: str, membership: Membership) -> ReviewPage
     # Blind review: until the case opens to them, a reviewer's page is built from their own
     # verdicts only, so nothing of the others' (label, reason, count, colour) can reach it.
     blind = hidden_from(membership, sightings=clock, response_id=response.pk)
+    sighted: Sighted = {} if blind else clock.of(response.pk)
     cards = []
+    informed: set[int] = set()
     for claim in claims:
         revisions = list(claim.revisions.all())
         all_verdicts = list(claim.verdicts.all())
@@ -144,8 +148,9 @@ def review_page(*, run: Run, case_id: str, membership: Membership) -> ReviewPage
         mine = next((v for v in own if v.origin == Origin.REVIEW), None)
         mine_adjudication = next((v for v in own if v.origin == Origin.ADJUDICATION), None)
         visible = own if blind else all_verdicts
+        informed.update(v.pk for v in visible if is_informed(v, sighted))
         history = [HistoryEntry(r.seq, "claim", r) for r in revisions] + [
-            HistoryEntry(v.seq, "verdict", v) for v in visible
+            HistoryEntry(v.seq, "verdict", v, v.pk in informed) for v in visible
         ]
         history.sort(key=lambda entry: entry.seq, reverse=True)
         current_revision = revisions[0]
@@ -214,6 +219,7 @@ def review_page(*, run: Run, case_id: str, membership: Membership) -> ReviewPage
         blind=blind,
         blind_project=clock.blind,
         lead_unblinded=clock.lead_unblinded(response.pk),
+        informed=informed,
     )
 
 
@@ -420,7 +426,8 @@ class Disagreement:
 
 
 def disagreements(*, run: Run) -> list[Disagreement]:
-    """Claims whose annotators' newest verdicts differ in support, in a fixed number of queries."""
+    """Claims whose annotators' labels (cards.verdicts.newest_labels: in a blind project, their
+    blind verdicts) differ in support, in a fixed number of queries."""
     claims = (
         Claim.objects.filter(response__run=run)
         .select_related("response__case")
@@ -430,10 +437,11 @@ def disagreements(*, run: Run) -> list[Disagreement]:
         )
         .order_by("response__position", "position")
     )
+    clock = sightings(run=run)
     found = []
     for claim in claims:
         verdicts = claim.verdicts.all()
-        labels = newest_labels(verdicts)
+        labels = newest_labels(verdicts, sighted=clock.of(claim.response_id))
         if len({v.support for v in labels.values()}) > 1:
             revision = claim.revisions.all()[0]
             if not revision.withdrawn:
