@@ -8,6 +8,7 @@ from operator import attrgetter
 from typing import Any
 
 from cards.annotators import Roster, annotators_of, roster_of
+from cards.blind import sightings
 from cards.models import ClaimRevision, Origin, VerdictRevision
 from cards.stats import Proportion, cohen_kappa, krippendorff_alpha_nominal
 from cards.verdicts import LABELS, newest_labels
@@ -66,12 +67,23 @@ def run_agreement(
         )
         .exclude(origin=Origin.ADJUDICATION)
         .order_by("claim_id", "-seq")
-        .values_list("claim_id", "annotator", "origin", "support", "reason", named=True)
+        .values_list(
+            "claim_id",
+            "claim__response_id",
+            "annotator",
+            "origin",
+            "support",
+            "reason",
+            "created_at",
+            named=True,
+        )
         .iterator(chunk_size=5000)
     )
+    clock = sightings(run=run)
     newest: dict[int, dict[str, tuple[str, str]]] = {}
-    for claim_id, verdicts in itertools.groupby(rows, key=attrgetter("claim_id")):
-        labels = newest_labels(verdicts)
+    for claim_id, group in itertools.groupby(rows, key=attrgetter("claim_id")):
+        verdicts = list(group)
+        labels = newest_labels(verdicts, sighted=clock.of(verdicts[0].claim__response_id))
         # A chosen name may be shared by an annotator who was not chosen: keep the chosen.
         newest[claim_id] = {
             names[a]: (labels[a].support, labels[a].reason) for a in chosen if a in labels

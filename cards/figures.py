@@ -9,9 +9,12 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Any, NamedTuple
 
+from cards.annotators import Annotator
 from cards.prechecks import PassageFacts
 from cards.rules import default_association
 from cards.stats import Proportion
@@ -33,6 +36,7 @@ class Verdict(NamedTuple):
     association: str
     relevance: dict[str, str] | None
     diagnosis: str
+    created_at: datetime
 
 
 @dataclass
@@ -45,6 +49,8 @@ class ClaimState:
     gaps: list[str]
     withdrawn: bool
     verdicts: list[Verdict] = field(default_factory=list)  # newest first
+    # When each annotator could first see another's verdict on the case (cards.blind).
+    sighted: Mapping[Annotator, datetime] = field(default_factory=dict)
 
 
 @dataclass
@@ -57,7 +63,7 @@ class VerdictView:
 
 def choose(claim: ClaimState, source: Source) -> VerdictView | None:
     """The verdict the figures use for this claim; None when it has none from the source."""
-    chosen = counted(claim.verdicts, source)
+    chosen = counted(claim.verdicts, source, sighted=claim.sighted)
     if chosen is None:
         return None
     if chosen == NO_CONSENSUS:

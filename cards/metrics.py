@@ -20,6 +20,7 @@ from typing import Any
 from django.db.models import F, Q, TextField
 from django.db.models.functions import Cast
 
+from cards.blind import sightings
 from cards.figures import ClaimState, Totals, Verdict, response_figures, to_json
 from cards.models import ClaimRevision, VerdictRevision
 from cards.prechecks import ClaimFacts, PassageFacts, ResponseFacts, prechecks
@@ -182,9 +183,11 @@ def iter_response_figures(
             "association",
             _text("citation_relevance"),
             "diagnosis",
+            "created_at",
         )  # fmt: skip
         .iterator(chunk_size=CHUNK)
     )
+    clock = sightings(run=run)
     for (
         pk,
         case_id,
@@ -222,13 +225,23 @@ def iter_response_figures(
             association,
             relevance,
             diagnosis,
+            created_at,
         ) in verdicts.take(pk):
             if claim_id in claims:
                 claims[claim_id].verdicts.append(
                     Verdict(
-                        annotator, origin, support, association, _decoded(relevance), diagnosis
+                        annotator,
+                        origin,
+                        support,
+                        association,
+                        _decoded(relevance),
+                        diagnosis,
+                        created_at,
                     )
                 )
+        sighted = clock.of(pk)
+        for claim in claims.values():
+            claim.sighted = sighted
         ranked = [facts_of[pid] for _, pid in retrievals.take(pk)]
         cited_rows = citations.take(pk)
         facts, relevant, gaps = _decoded(facts), _decoded(relevant), _decoded(gaps)

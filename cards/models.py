@@ -13,7 +13,7 @@ from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Now
 
-from replay.models import Response
+from replay.models import Response, Run
 
 
 class Support(models.TextChoices):
@@ -263,3 +263,30 @@ class Assignment(models.Model):
 
     def __str__(self) -> str:
         return f"{self.reviewer} on response {self.response_id}"
+
+
+class Unblinding(models.Model):
+    """A lead lets the reviewers of one case (or of a whole run) see each other's verdicts.
+
+    Append-only: what a reviewer could see, and from when, decides which of their
+    verdicts were blind (cards.blind), so an unblinding is never taken back.
+    """
+
+    run = models.ForeignKey(Run, models.PROTECT, related_name="unblindings")
+    # Null: every case of the run.
+    response = models.ForeignKey(
+        Response, models.PROTECT, null=True, blank=True, related_name="unblindings"
+    )
+    author = models.ForeignKey(settings.AUTH_USER_MODEL, models.PROTECT, related_name="+")
+    # Set by the service from the same clock as the verdicts' created_at, which it is
+    # compared with; the database default is only a fallback.
+    created_at = models.DateTimeField(db_default=Now())
+
+    class Meta:
+        indexes = [
+            # "Since when may reviewers see others' verdicts on this run's cases?"
+            models.Index(fields=["run", "response"], name="cards_unblinding_run_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"unblinded {self.response or self.run}"

@@ -9,12 +9,12 @@ from dataclasses import dataclass, field
 from django.db.models import Prefetch
 from django.http import Http404
 
-from cards.blind import blind_for
+from cards.blind import Sighted, hidden_from, sightings
 from cards.models import Assignment, Claim, ClaimRevision, Origin, VerdictRevision
 from cards.prechecks import ClaimFacts, PassageFacts, ResponseFacts, prechecks
 from cards.progress import latest_review_complete
 from cards.verdicts import current as current_verdict
-from cards.verdicts import newest_labels
+from cards.verdicts import is_informed, newest_labels
 from evidence.drift import drifted_from
 from evidence.models import Membership, Passage
 from replay.models import Citation, Response, Retrieval, Run
@@ -36,6 +36,7 @@ class HistoryEntry:
     seq: int
     kind: str  # "claim" or "verdict"
     row: ClaimRevision | VerdictRevision
+    informed: bool = False  # a verdict saved once its author could see others' (blind review)
 
 
 @dataclass
@@ -46,9 +47,8 @@ class Card:
     current: VerdictRevision | None  # the one that colours the card
     mine: VerdictRevision | None  # the viewer's newest review verdict
     mine_adjudication: VerdictRevision | None  # the viewer's newest adjudication
-    hidden_count: int  # verdicts hidden by blind review
     history: list[HistoryEntry]
-    head_seq: int
+    head_seq: int  # of the chain as the viewer sees it (a blind reviewer: without others')
     attached: list[Passage]
     hints: list[str]
     rereview: list[tuple[str, str]] = field(default_factory=list)  # (ref, newer snapshot)
@@ -73,7 +73,10 @@ class ReviewPage:
     cards: list[Card]
     response_hints: dict[str, list[str]]
     review_complete: bool
-    blind: bool
+    blind: bool  # others' verdicts on this case are hidden from the viewer
+    blind_project: bool = False
+    lead_unblinded: bool = False  # a lead opened this case (or its run) to its reviewers
+    informed: set[int] = field(default_factory=set)  # verdicts saved after seeing others'
 
     @property
     def attachable(self) -> list[Passage]:
@@ -123,19 +126,31 @@ def review_page(*, run: Run, case_id: str, membership: Membership) -> ReviewPage
     drifted = _drifted_refs(run=run, refs=set(passages))
 
     viewer = membership.user
-    blind = blind_for(membership)
+    clock = sightings(
+        run=run,
+        response_ids=[response.pk],
+        verdicts=[
+            (response.pk, v.annotator, v.origin, v.created_at)
+            for claim in claims
+            for v in claim.verdicts.all()
+        ],
+    )
+    # Blind review: until the case opens to them, a reviewer's page is built from their own
+    # verdicts only, so nothing of the others' (label, reason, count, colour) can reach it.
+    blind = hidden_from(membership, sightings=clock, response_id=response.pk)
+    sighted: Sighted = {} if blind else clock.of(response.pk)
     cards = []
+    informed: set[int] = set()
     for claim in claims:
         revisions = list(claim.revisions.all())
         all_verdicts = list(claim.verdicts.all())
         own = [v for v in all_verdicts if v.author_id == viewer.pk]
         mine = next((v for v in own if v.origin == Origin.REVIEW), None)
         mine_adjudication = next((v for v in own if v.origin == Origin.ADJUDICATION), None)
-        visible = all_verdicts
-        if blind and not own:
-            visible = []
+        visible = own if blind else all_verdicts
+        informed.update(v.pk for v in visible if is_informed(v, sighted))
         history = [HistoryEntry(r.seq, "claim", r) for r in revisions] + [
-            HistoryEntry(v.seq, "verdict", v) for v in visible
+            HistoryEntry(v.seq, "verdict", v, v.pk in informed) for v in visible
         ]
         history.sort(key=lambda entry: entry.seq, reverse=True)
         current_revision = revisions[0]
@@ -147,9 +162,8 @@ def review_page(*, run: Run, case_id: str, membership: Membership) -> ReviewPage
                 current=current_verdict(visible),
                 mine=mine,
                 mine_adjudication=mine_adjudication,
-                hidden_count=len(all_verdicts) - len(visible),
                 history=history,
-                head_seq=max([r.seq for r in revisions] + [v.seq for v in all_verdicts]),
+                head_seq=max([r.seq for r in revisions] + [v.seq for v in visible]),
                 attached=[passages[r] for r in current_revision.citations if r in passages],
                 hints=[],
             )
@@ -203,6 +217,9 @@ def review_page(*, run: Run, case_id: str, membership: Membership) -> ReviewPage
         review_complete=bool(response.review_complete)
         or (response.abstained and not response.text),
         blind=blind,
+        blind_project=clock.blind,
+        lead_unblinded=clock.lead_unblinded(response.pk),
+        informed=informed,
     )
 
 
@@ -381,7 +398,8 @@ class Disagreement:
 
 
 def disagreements(*, run: Run) -> list[Disagreement]:
-    """Claims whose annotators' newest verdicts differ in support, in a fixed number of queries."""
+    """Claims whose annotators' labels (cards.verdicts.newest_labels: in a blind project, their
+    blind verdicts) differ in support, in a fixed number of queries."""
     claims = (
         Claim.objects.filter(response__run=run)
         .select_related("response__case")
@@ -391,10 +409,11 @@ def disagreements(*, run: Run) -> list[Disagreement]:
         )
         .order_by("response__position", "position")
     )
+    clock = sightings(run=run)
     found = []
     for claim in claims:
         verdicts = claim.verdicts.all()
-        labels = newest_labels(verdicts)
+        labels = newest_labels(verdicts, sighted=clock.of(claim.response_id))
         if len({v.support for v in labels.values()}) > 1:
             revision = claim.revisions.all()[0]
             if not revision.withdrawn:

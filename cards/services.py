@@ -10,17 +10,21 @@ cross-table trigger refuse anything that slips past.
 
 from __future__ import annotations
 
+import hashlib
+import random
 import re
 import unicodedata
+from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
-from django.db.models import OuterRef, Subquery
+from django.db.models import Exists, OuterRef, Subquery
 from django.utils import timezone
 
+from cards.blind import hidden_from, sightings
 from cards.chain import claim_revision, verdict_revision
 from cards.models import (
     Assignment,
@@ -33,13 +37,14 @@ from cards.models import (
     Relevance,
     ResponseReview,
     Support,
+    Unblinding,
     VerdictRevision,
 )
 from cards.queue import claims_without_verdict
 from cards.rules import association_problem, default_association
 from cards.selectors import citable_refs
-from evidence.models import Membership
-from replay.models import Response
+from evidence.models import AssignmentMode, Membership, Project
+from replay.models import Response, Run
 
 BLANK = re.compile(r"^\s*$")
 
@@ -331,17 +336,57 @@ def verdict_save(
 def response_mark_complete(
     *, response: Response, author: AbstractBaseUser, complete: bool = True
 ) -> ResponseReview:
-    """Mark the decomposition complete (metrics count only reviewed responses), or reopen it."""
-    _require_member(project_id=response.run.project_id, user=author)
+    """Mark the decomposition complete (metrics count only reviewed responses), or reopen it.
+
+    In a project that reviews blind, a reviewer's first mark is also the end of their own
+    blind review of the case: it shows them everyone's verdicts (cards.blind), and what
+    they save afterwards is an informed revision. So it is refused until they have judged
+    every current claim. Reopening does not hide again what they have seen.
+    """
+    membership = _require_member(project_id=response.run.project_id, user=author)
     if complete and response.text and not _has_current_claim(response):
         # An answer with text and no (unwithdrawn) claim is unreviewed, not an abstention.
         raise ValidationError(
             {"complete": "Split the answer into claims first (an abstention is a claim too)."}
         )
+    if complete and hidden_from(
+        membership,
+        sightings=sightings(run=response.run, response_ids=[response.pk]),
+        response_id=response.pk,
+    ):
+        unjudged = _claims_without_verdict_of(response=response, author=author)
+        if unjudged:
+            raise ValidationError(
+                {
+                    "complete": f"Judge every claim first ({', '.join(unjudged)} "
+                    f"{'has' if len(unjudged) == 1 else 'have'} no verdict of yours): "
+                    "marking your review complete shows you the other reviewers' verdicts, "
+                    "and what you save after that is an informed revision, not your blind "
+                    "verdict."
+                }
+            )
     return ResponseReview.objects.create(
         response=response, complete=complete, author=author,
         annotator=author.get_username(), origin=Origin.REVIEW,
+        # The same clock as the verdicts' created_at, which cards.blind compares it with.
+        created_at=timezone.now(),
     )  # fmt: skip
+
+
+def _claims_without_verdict_of(*, response: Response, author: AbstractBaseUser) -> list[str]:
+    """Keys of the response's current claims that `author` has not judged (one query)."""
+    newest = ClaimRevision.objects.filter(claim=OuterRef("pk")).order_by("-seq")
+    mine = VerdictRevision.objects.filter(
+        claim=OuterRef("pk"), author=author, origin=Origin.REVIEW
+    )
+    return list(
+        Claim.objects.filter(response=response)
+        .annotate(withdrawn=Subquery(newest.values("withdrawn")[:1]))
+        .filter(withdrawn=False)
+        .exclude(Exists(mine))
+        .order_by("position")
+        .values_list("key", flat=True)
+    )
 
 
 def _has_current_claim(response: Response) -> bool:
@@ -382,3 +427,97 @@ def response_submit(*, response: Response, author: AbstractBaseUser) -> Response
         message = f"Judge every claim before you submit: {keys} {verb} no verdict of yours."
         raise ValidationError({"complete": message})
     return response_mark_complete(response=response, author=author)
+
+
+def unblinding_create(
+    *, run: Run, lead: AbstractBaseUser, response: Response | None = None
+) -> Unblinding | None:
+    """A lead lets the reviewers of one case (`response`), or of every case of the run, see
+    each other's verdicts. Recorded for good; None when it was open already."""
+    _require_member(project_id=run.project_id, user=lead, lead=True)
+    if not Project.objects.filter(pk=run.project_id, blind_review=True).exists():
+        raise ValidationError("This project does not review blind: every verdict is visible.")
+    if response is not None and response.run_id != run.pk:
+        raise ValidationError("That case is not in this run.")
+    done = Unblinding.objects.filter(run=run, response=None)
+    if response is not None:
+        done = done | Unblinding.objects.filter(run=run, response=response)
+    if done.exists():
+        return None
+    return Unblinding.objects.create(
+        run=run, response=response, author=lead, created_at=timezone.now()
+    )
+
+
+@dataclass(frozen=True)
+class Dealt:
+    created: int  # new assignments
+    short: int  # cases that still have fewer reviewers than the project asks for
+
+
+def assignment_seed(run: Run) -> int:
+    """Random assignment's seed, derived from the run: the same run is always dealt alike."""
+    digest = hashlib.sha256(f"{run.project.slug}/{run.run_id}".encode()).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
+@transaction.atomic
+def assignment_deal(*, run: Run, lead: AbstractBaseUser) -> Dealt:
+    """Give every case of the run as many reviewers as its project asks for, from the members
+    in rotation, round-robin or at random (project settings). Idempotent: a case that has
+    enough reviewers (by hand or dealt) is left alone, so dealing twice adds nothing.
+
+    Round-robin deals to whoever was dealt to least recently (in username order at first);
+    random draws, for each place, among the eligible members with the fewest cases of this
+    run, with a generator seeded from the run (`assignment_seed`). A member is never dealt
+    the same case twice.
+    """
+    _require_member(project_id=run.project_id, user=lead, lead=True)
+    # One deal at a time per run: two leads pressing at once must not over-assign a case.
+    Run.objects.select_for_update().filter(pk=run.pk).first()
+    project = Project.objects.get(pk=run.project_id)
+    if project.assignment == AssignmentMode.MANUAL:
+        raise ValidationError(
+            "This project assigns cases by hand: choose round-robin or random in its settings."
+        )
+    pool = [
+        m.user
+        for m in Membership.objects.filter(project=project, in_rotation=True)
+        .select_related("user")
+        .order_by("user__username")
+    ]
+    if not pool:
+        raise ValidationError("Choose the reviewers to deal cases to in the project's settings.")
+    on_case: dict[int, set[int]] = defaultdict(set)
+    load: dict[int, int] = dict.fromkeys((u.pk for u in pool), 0)
+    for response_id, reviewer_id in Assignment.objects.filter(response__run=run).values_list(
+        "response_id", "reviewer_id"
+    ):
+        on_case[response_id].add(reviewer_id)
+        if reviewer_id in load:
+            load[reviewer_id] += 1
+    rng = random.Random(assignment_seed(run))
+    turn = list(pool)  # round-robin: least recently dealt first
+    created = short = 0
+    new = []
+    for response_id in (
+        Response.objects.filter(run=run).order_by("position").values_list("pk", flat=True)
+    ):
+        for _ in range(project.reviewers_per_case - len(on_case[response_id])):
+            eligible = [u for u in turn if u.pk not in on_case[response_id]]
+            if not eligible:
+                short += 1
+                break
+            if project.assignment == AssignmentMode.RANDOM:
+                fewest = min(load[u.pk] for u in eligible)
+                chosen = rng.choice([u for u in pool if u in eligible and load[u.pk] == fewest])
+            else:
+                chosen = eligible[0]
+            turn.remove(chosen)
+            turn.append(chosen)
+            load[chosen.pk] += 1
+            on_case[response_id].add(chosen.pk)
+            new.append(Assignment(response_id=response_id, reviewer=chosen, assigned_by=lead))
+            created += 1
+    Assignment.objects.bulk_create(new)
+    return Dealt(created, short)

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 from django.urls import path
 
-from cards.views import figures, review, runs, work
+from cards.views import blind, figures, review, runs, work
 
 # run_id and case_id use the bundle's charset [A-Za-z0-9._:-], which <str:> covers.
 case = "p/<slug:slug>/runs/<str:run_id>/cases/<str:case_id>/"
@@ -19,7 +19,14 @@ urlpatterns = [
     path(f"{case}submit/", work.case_submit, name="case_submit"),
     path("p/<slug:slug>/work/", work.my_work, name="my_work"),
     path("p/<slug:slug>/queue/", work.queue_next, name="queue_next"),
+    path(f"{case}unblind/", blind.case_unblind, name="case_unblind"),
     path("p/<slug:slug>/runs/<str:run_id>/assign/", runs.run_assign, name="run_assign"),
+    path(
+        "p/<slug:slug>/runs/<str:run_id>/assign/deal/",
+        runs.run_assign_deal,
+        name="run_assign_deal",
+    ),
+    path("p/<slug:slug>/runs/<str:run_id>/unblind/", blind.run_unblind, name="run_unblind"),
     path("p/<slug:slug>/runs/<str:run_id>/figures/", figures.run_figures, name="run_figures"),
     path(
         "p/<slug:slug>/runs/<str:run_id>/figures.csv",

@@ -3,16 +3,21 @@
 metrics.md: by default the adjudicated verdict where a lead adjudicated, else the newest
 verdict of any reviewer of the project; `annotator NAME`, that annotator's newest
 verdict; `consensus`, the label a strict majority of the annotators who labelled the
-claim agree on. The rules work on plain rows, newest first, with `annotator`, `origin`
-and `support` attributes (model instances, named value rows, tuples of our own), so the
-figures, the comparison, the review page and the audit export all read this one module.
+claim agree on. An annotator's label (agreement, consensus, disagreements) is, in a
+project that reviews blind, their blind verdict: the last one saved before they could
+see anyone else's verdict on the case (cards.blind says when that was); later ones are
+informed revisions. The rules work on plain rows, newest first, with `annotator`,
+`origin`, `support` and `created_at` attributes (model instances, named value rows,
+tuples of our own), so the figures, the comparison, the review page and the audit
+export all read this one module.
 """
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from typing import Literal, Protocol
 
 from cards.annotators import Annotator, Roster
@@ -31,6 +36,9 @@ class VerdictRow(Protocol):
 
     @property
     def support(self) -> str: ...
+
+    @property
+    def created_at(self) -> datetime: ...
 
 
 @dataclass(frozen=True)
@@ -76,15 +84,29 @@ def annotator_of(verdict: VerdictRow) -> Annotator:
     return Annotator(verdict.annotator, verdict.origin == Origin.IMPORTED)
 
 
-def newest_labels[V: VerdictRow](verdicts: Iterable[V]) -> dict[Annotator, V]:
-    """Each annotator's label for agreement, consensus and disagreements (their newest
-    verdict), newest first. Adjudications are not labels: a lead settling a claim is not
-    one more annotator.
+def is_informed(verdict: VerdictRow, sighted: Mapping[Annotator, datetime]) -> bool:
+    """Saved once its annotator could see someone else's verdict on the case (cards.blind
+    gives `sighted`, the moment per annotator; empty when the project is not blind)."""
+    moment = sighted.get(annotator_of(verdict))
+    return moment is not None and verdict.created_at >= moment
+
+
+def newest_labels[V: VerdictRow](
+    verdicts: Iterable[V], *, sighted: Mapping[Annotator, datetime]
+) -> dict[Annotator, V]:
+    """Each annotator's label for agreement, consensus and disagreements, from rows newest
+    first: their newest verdict that is not an informed revision, so in a project that
+    reviews blind the last one saved before they could see anyone else's (metrics.md). An
+    annotator whose every verdict on the claim is informed has no label there.
+    Adjudications are not labels: a lead settling a claim is not one more annotator.
     """
     newest: dict[Annotator, V] = {}
     for verdict in verdicts:
-        if verdict.origin != Origin.ADJUDICATION:
-            newest.setdefault(annotator_of(verdict), verdict)
+        if verdict.origin == Origin.ADJUDICATION:
+            continue
+        annotator = annotator_of(verdict)
+        if annotator not in newest and not is_informed(verdict, sighted):
+            newest[annotator] = verdict
     return newest
 
 
@@ -93,9 +115,10 @@ def _newest[V: VerdictRow](verdicts: Iterable[V], origin: str) -> V | None:
 
 
 def counted[V: VerdictRow](
-    verdicts: Sequence[V], source: Source
+    verdicts: Sequence[V], source: Source, *, sighted: Mapping[Annotator, datetime]
 ) -> V | Literal["no_consensus"] | None:
-    """The verdict a figure uses for one claim, `no_consensus`, or None (unreviewed)."""
+    """The verdict a figure uses for one claim, `no_consensus`, or None (unreviewed);
+    `sighted` (cards.blind) decides the annotators' labels that consensus counts."""
     if source.mode == "annotator":
         return next(
             (
@@ -106,7 +129,7 @@ def counted[V: VerdictRow](
             None,
         )
     if source.mode == "consensus":
-        newest = newest_labels(verdicts)
+        newest = newest_labels(verdicts, sighted=sighted)
         if not newest:
             return None
         label, votes = Counter(v.support for v in newest.values()).most_common(1)[0]

@@ -16,6 +16,7 @@ from typing import Any
 from django.core.cache import cache
 from django.db.models import Max
 
+from cards.blind import blind_state
 from cards.figures import CLAIM_FIGURES, ClaimState, choose, run_totals
 from cards.metrics import ResponseDetail, run_metrics
 from cards.models import ClaimRevision, ResponseReview, VerdictRevision
@@ -220,16 +221,19 @@ def compare_runs(*, run_a: Run, run_b: Run, source: Source = Source()) -> Compar
 
 
 def comparison_version(run_a: Run, run_b: Run) -> tuple:
-    """Changes whenever a claim, verdict or review mark is added to either run.
+    """Changes whenever a claim, verdict or review mark is added to either run, or anything
+    that decides which verdicts were blind (consensus counts those).
 
     Rows are append-only, so the newest ids say everything about what changed. Three
-    MAX queries; one join across claims and verdicts would multiply rows.
+    MAX queries (two more in a blind project); one join across claims and verdicts would
+    multiply rows.
     """
     runs = [run_a.pk, run_b.pk]
     return (
         ClaimRevision.objects.filter(claim__response__run__in=runs).aggregate(m=Max("id"))["m"],
         VerdictRevision.objects.filter(claim__response__run__in=runs).aggregate(m=Max("id"))["m"],
         ResponseReview.objects.filter(response__run__in=runs).aggregate(m=Max("id"))["m"],
+        *blind_state(runs=[run_a, run_b]),
     )
 
 

@@ -103,5 +103,6 @@ APPEND_ONLY_TABLES = {
         "cards_claimrevision",
         "cards_verdictrevision",
         "cards_responsereview",
+        "cards_unblinding",
     ],
 }

@@ -8,11 +8,31 @@ from django.db.models import Q
 from django.db.models.functions import Now
 
 
+class AssignmentMode(models.TextChoices):
+    MANUAL = "manual", "By hand"
+    ROUND_ROBIN = "round_robin", "Round-robin"
+    RANDOM = "random", "Random"
+
+
+MAX_REVIEWERS_PER_CASE = 10
+
+
 class Project(models.Model):
+    AssignmentMode = AssignmentMode
+
     slug = models.SlugField(max_length=50, unique=True)
     name = models.CharField(max_length=200)
     blind_review = models.BooleanField(
-        default=False, help_text="Reviewers do not see each other's verdicts until they save."
+        default=False,
+        help_text="A reviewer sees others' verdicts on a case only once they have marked their "
+        "own review of it complete, or a lead unblinds it.",
+    )
+    # When blind review was last switched on; null when it has been on from the start.
+    # Before it, reviewers could see every verdict (cards.blind reads it).
+    blind_since = models.DateTimeField(null=True, blank=True)
+    reviewers_per_case = models.PositiveSmallIntegerField(default=1)
+    assignment = models.CharField(
+        max_length=12, choices=AssignmentMode.choices, default=AssignmentMode.MANUAL
     )
     created_at = models.DateTimeField(db_default=Now())
     members = models.ManyToManyField(
@@ -21,6 +41,17 @@ class Project(models.Model):
 
     class Meta:
         ordering = ["slug"]
+        constraints = [
+            models.CheckConstraint(
+                condition=Q(reviewers_per_case__gte=1)
+                & Q(reviewers_per_case__lte=MAX_REVIEWERS_PER_CASE),
+                name="evidence_project_reviewers_per_case_range",
+            ),
+            models.CheckConstraint(
+                condition=Q(assignment__in=AssignmentMode.values),
+                name="evidence_project_valid_assignment",
+            ),
+        ]
 
     def __str__(self) -> str:
         return self.slug
@@ -44,6 +75,8 @@ class Membership(models.Model):
     project = models.ForeignKey(Project, models.CASCADE, related_name="memberships")
     user = models.ForeignKey(settings.AUTH_USER_MODEL, models.CASCADE, related_name="memberships")
     role = models.CharField(max_length=10, choices=Role.choices, default=Role.REVIEWER)
+    # Chosen on the settings page: round-robin and random assignment deal cases to these.
+    in_rotation = models.BooleanField(default=False)
     created_at = models.DateTimeField(db_default=Now())
 
     class Meta:

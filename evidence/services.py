@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
+
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
+from django.utils import timezone
 
-from evidence.models import Membership, Project, Role
+from evidence.access import require_role
+from evidence.models import MAX_REVIEWERS_PER_CASE, AssignmentMode, Membership, Project, Role
 
 
 def project_create(*, slug: str, name: str = "") -> Project:
@@ -51,3 +55,63 @@ def membership_change(
         return f"{username} removed from the project."
     membership_set(project=project, user=user, role=role)
     return f"{username} is now a {role}."
+
+
+@transaction.atomic
+def project_settings_update(
+    *, project: Project, actor: AbstractBaseUser, blind_review: bool, reviewers_per_case: int,
+    assignment: str, rotation: Collection[str],
+) -> list[str]:  # fmt: skip
+    """A lead sets how the project reviews: blind or not, reviewers per case, and how cases
+    are dealt (by hand, or round-robin or random across the members in `rotation`).
+
+    Returns what changed, for the page. Switching blind review on records when
+    (`blind_since`): before that moment reviewers could see every verdict, which
+    cards.blind takes into account when it decides which verdicts were blind.
+    """
+    acting = Membership.objects.filter(project=project, user=actor).first()
+    if acting is None:
+        raise PermissionDenied("Not a member.")
+    acting.project = project
+    require_role(acting, Role.LEAD, "change the project's settings")
+    if assignment not in AssignmentMode.values:
+        raise ValidationError({"assignment": "Assignment is by hand, round-robin or random."})
+    if not 1 <= reviewers_per_case <= MAX_REVIEWERS_PER_CASE:
+        raise ValidationError(
+            {"reviewers_per_case": f"Between 1 and {MAX_REVIEWERS_PER_CASE} reviewers per case."}
+        )
+    project = Project.objects.select_for_update().get(pk=project.pk)
+    members = {
+        m.user.get_username(): m
+        for m in Membership.objects.filter(project=project).select_related("user")
+    }
+    chosen = set(rotation)
+    if unknown := chosen - set(members):
+        raise ValidationError({"rotation": f"Not a member: {', '.join(sorted(unknown))}."})
+    if assignment != AssignmentMode.MANUAL and len(chosen) < reviewers_per_case:
+        raise ValidationError(
+            {"rotation": f"Choose at least {_reviewers(reviewers_per_case)} to deal per case."}
+        )
+    changes = []
+    if blind_review != project.blind_review:
+        changes.append("blind review " + ("on" if blind_review else "off"))
+        if blind_review:
+            project.blind_since = timezone.now()
+    if reviewers_per_case != project.reviewers_per_case:
+        changes.append(f"{_reviewers(reviewers_per_case)} per case")
+    if assignment != project.assignment:
+        changes.append(f"assignment {AssignmentMode(assignment).label.lower()}")
+    if chosen != {name for name, m in members.items() if m.in_rotation}:
+        changes.append("dealt to " + (", ".join(sorted(chosen)) or "nobody"))
+        dealt = Membership.objects.filter(project=project, user__username__in=chosen)
+        dealt.update(in_rotation=True)
+        Membership.objects.filter(project=project).exclude(pk__in=dealt).update(in_rotation=False)
+    project.blind_review = blind_review
+    project.reviewers_per_case = reviewers_per_case
+    project.assignment = assignment
+    project.save(update_fields=["blind_review", "blind_since", "reviewers_per_case", "assignment"])
+    return changes
+
+
+def _reviewers(n: int) -> str:
+    return f"{n} reviewer{'s' if n != 1 else ''}"

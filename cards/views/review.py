@@ -8,7 +8,7 @@ from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
-from django_htmx.http import trigger_client_event
+from django_htmx.http import reswap, retarget, trigger_client_event
 
 from cards.forms import ClaimAddForm, ClaimReviseForm, VerdictForm
 from cards.labels import DIAGNOSIS_HELP, SUPPORT_KEYS
@@ -273,6 +273,7 @@ def review_complete(
     request: HtmxHttpRequest, slug: str, run_id: str, case_id: str
 ) -> HttpResponse:
     page = _page(request, slug, run_id, case_id)
+    was_blind = page.blind
     complete = request.POST.get("complete", "1") != "0"
     status = 200
     try:
@@ -282,11 +283,21 @@ def review_complete(
         messages.error(request, "; ".join(_messages(exc)))
     else:
         messages.success(
-            request, "Decomposition marked complete." if complete else "Decomposition reopened."
+            request,
+            "Your review is complete: everyone's verdicts on this case are shown."
+            if complete and was_blind
+            else "Decomposition marked complete."
+            if complete
+            else "Decomposition reopened.",
         )
     if status == 200 and not request.htmx:
         return redirect(_case_url(page))
     page = _page(request, slug, run_id, case_id)
+    if request.htmx and was_blind and not page.blind:
+        # Blind review is over for this reviewer: every card changes, not only the status.
+        context = _context(page, partial_messages=True)
+        response = render(request, "cards/review.html#workspace-swap", context)
+        return reswap(retarget(response, "#workspace"), "innerHTML")
     template = "cards/review.html#status" if request.htmx else "cards/review.html"
     return render(
         request, template, _context(page, partial_messages=bool(request.htmx)), status=status

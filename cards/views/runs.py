@@ -4,14 +4,16 @@ disagreements and drift."""
 from __future__ import annotations
 
 from django.contrib import messages
+from django.core.exceptions import ValidationError
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
-from django.views.decorators.http import require_GET, require_http_methods
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from cards.blind import run_unblinded
 from cards.drift import drifted_refs
 from cards.progress import responses_for_run, runs_for_project
 from cards.selectors import assignments_for_run, disagreements
-from cards.services import assignment_set
+from cards.services import assignment_deal, assignment_set
 from evidence.access import membership_for
 from evidence.http import HtmxHttpRequest
 from evidence.models import Membership, Role
@@ -35,6 +37,7 @@ def run_detail(request: HtmxHttpRequest, slug: str, run_id: str) -> HttpResponse
     membership = membership_for(user=request.user, slug=slug)
     run = run_for_project(project=membership.project, run_id=run_id)
     responses = list(responses_for_run(run=run))
+    blind_lead = membership.project.blind_review and membership.can_lead
     return render(
         request,
         "cards/run.html",
@@ -43,6 +46,7 @@ def run_detail(request: HtmxHttpRequest, slug: str, run_id: str) -> HttpResponse
             "membership": membership,
             "run": run,
             "responses": responses,
+            "run_unblinded": blind_lead and run_unblinded(run=run),
         },
     )
 
@@ -93,9 +97,34 @@ def run_assign(request: HtmxHttpRequest, slug: str, run_id: str) -> HttpResponse
             "run": run,
             "responses": responses,
             "members": members,
+            "rotation": [m.user.username for m in members if m.in_rotation],
             "assigned": assignments_for_run(run=run),
         },
     )
+
+
+@require_POST
+def run_assign_deal(request: HtmxHttpRequest, slug: str, run_id: str) -> HttpResponse:
+    """Deal the run's cases that lack reviewers, as the project's settings say."""
+    membership = membership_for(
+        user=request.user, slug=slug, role=Role.LEAD, action="assign cases"
+    )
+    run = run_for_project(project=membership.project, run_id=run_id)
+    try:
+        dealt = assignment_deal(run=run, lead=request.user)
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+    else:
+        done = f"Assigned {dealt.created} new case place(s)."
+        if dealt.short:
+            done += (
+                f" {dealt.short} case(s) still lack reviewers: fewer members are in rotation "
+                "than reviewers per case."
+            )
+        elif not dealt.created:
+            done = "Every case already has its reviewers: nothing to assign."
+        messages.success(request, done)
+    return redirect("run_assign", slug, run_id)
 
 
 @require_GET

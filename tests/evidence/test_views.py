@@ -167,11 +167,14 @@ PROJECT_URLS = {
     "p/<slug:slug>/queue/": "/p/demo/queue/?run=q017-r1&case=Q-017",
     "p/<slug:slug>/work/": "/p/demo/work/",
     "p/<slug:slug>/members/": "/p/demo/members/",
+    "p/<slug:slug>/settings/": "/p/demo/settings/",
     "p/<slug:slug>/compare/": "/p/demo/compare/?a=q017-r1&b=q017-r2",
     "p/<slug:slug>/drift/": "/p/demo/drift/",
     "p/<slug:slug>/audit/": "/p/demo/audit/?download=1",
     "p/<slug:slug>/runs/<str:run_id>/": "/p/demo/runs/q017-r1/",
     "p/<slug:slug>/runs/<str:run_id>/assign/": "/p/demo/runs/q017-r1/assign/",
+    "p/<slug:slug>/runs/<str:run_id>/assign/deal/": "/p/demo/runs/q017-r1/assign/deal/",
+    "p/<slug:slug>/runs/<str:run_id>/unblind/": "/p/demo/runs/q017-r1/unblind/",
     "p/<slug:slug>/runs/<str:run_id>/disagreements/": "/p/demo/runs/q017-r1/disagreements/",
     "p/<slug:slug>/runs/<str:run_id>/figures/": "/p/demo/runs/q017-r1/figures/",
     "p/<slug:slug>/runs/<str:run_id>/figures.csv": "/p/demo/runs/q017-r1/figures.csv",
@@ -194,6 +197,9 @@ PROJECT_URLS = {
     ),
     "p/<slug:slug>/runs/<str:run_id>/cases/<str:case_id>/submit/": (
         "/p/demo/runs/q017-r1/cases/Q-017/submit/"
+    ),
+    "p/<slug:slug>/runs/<str:run_id>/cases/<str:case_id>/unblind/": (
+        "/p/demo/runs/q017-r1/cases/Q-017/unblind/"
     ),
 }
 

@@ -76,10 +76,10 @@ def test_load_demo_is_idempotent(db, monkeypatch):
     assert "password: demo-password-1" in out
     out, _ = run_command("load_demo")
     assert "0 run(s) imported, 9 already there" in out
-    assert Run.objects.count() == 9
+    assert Run.objects.filter(project__slug="demo").count() == 9
     assert Membership.objects.filter(project__slug="demo").count() == 3
     assert User.objects.get(username="lead").check_password("demo-password-1")
-    assert Membership.objects.get(user__username="lead").role == "lead"
+    assert Membership.objects.get(project__slug="demo", user__username="lead").role == "lead"
 
 
 def test_load_demo_generates_and_prints_a_password_when_none_is_given(db, monkeypatch):
