@@ -14,6 +14,7 @@ from typing import IO
 
 from audit.package import CHUNK, Package
 from audit.zipstream import lines
+from cards.blind import sightings
 from cards.metrics import Lockstep
 from cards.models import ClaimRevision, VerdictRevision
 from cards.verdicts import NO_CONSENSUS, counted
@@ -49,6 +50,8 @@ def card_rows(*, package: Package) -> Iterator[dict]:
 def _cards_of(*, package: Package, run: Run) -> Iterator[dict]:
     """Cards in lockstep with their verdicts; citations still as refs."""
     hints = package.hints.get(run.pk, {})
+    # Consensus counts each annotator's blind label in a blind project, as the figures do.
+    clock = sightings(run=run)
     verdicts = Lockstep(
         ((row["claim__response__position"], row["claim__position"]), row)
         for row in VerdictRevision.objects.filter(claim__response__run=run)
@@ -76,6 +79,7 @@ def _cards_of(*, package: Package, run: Run) -> Iterator[dict]:
             "claim__response__position",
             "claim__position",
             "claim__key",
+            "claim__response_id",
             "claim__response__case__case_id",
             "text",
             "kind",
@@ -93,7 +97,11 @@ def _cards_of(*, package: Package, run: Run) -> Iterator[dict]:
         previous = position
         case_id, key = row["claim__response__case__case_id"], row["claim__key"]
         claim_verdicts = [verdict for _, verdict in verdicts.take(position)]
-        chosen = counted([_Verdict(**v) for v in claim_verdicts], package.source)
+        chosen = counted(
+            [_Verdict(**v) for v in claim_verdicts],
+            package.source,
+            sighted=clock.of(row["claim__response_id"]),
+        )
         if chosen is None and not row["withdrawn"]:
             name = f"cards: {run.run_id}/{case_id}/{key}"
             package.missing.append(
