@@ -579,7 +579,7 @@ def test_submit_and_next_query_count_does_not_grow_with_cases(
     counts = []
     for run_id, cases in [("small", 1), ("large", 70)]:
         add_finished_run(reviewer, run_id, cases)
-        with django_assert_max_num_queries(17) as queries:
+        with django_assert_max_num_queries(18) as queries:
             response = client.post(submit_url(run_id, "case-0"), **HTMX)
         assert response.status_code == 200
         counts.append(len(queries.captured_queries))
