@@ -22,7 +22,7 @@ The data:
 
 The options, each compiled once before timing:
 
-- `ours`: `ingest.bundle.schema_problems` (every problem, with pointers);
+- `ours`: `ingest.schema.schema_problems` (every problem, with pointers);
 - `fastjsonschema`: one validator per kind, with `prefixItems` rewritten to
   draft 7's `items: [...]` (fastjsonschema ignores `prefixItems`) and our
   date-time test as a custom format (its own accepts `+0200` and second 60).
@@ -52,14 +52,11 @@ from typing import Any
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bench.import_bench import WORDS, bundle_lines, passage_text, sentence_pool  # noqa: E402
-from ingest.bundle import (  # noqa: E402
-    LINE_KINDS,
-    SCHEMA_PATH,
-    is_rfc3339,
-    parse_line,
-    schema_problems,
-)
+from bench.bundles import VOCABULARY as WORDS  # noqa: E402
+from bench.bundles import import_bundle_lines as bundle_lines  # noqa: E402
+from bench.bundles import passage_text, sentence_pool  # noqa: E402
+from ingest.bundle import LINE_KINDS, SCHEMA_PATH, parse_line  # noqa: E402
+from ingest.schema import is_rfc3339, schema_problems  # noqa: E402
 
 SCHEMA = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
 SUPPORTS = ("supported", "partial", "unsupported", "not_assessable")

@@ -24,7 +24,6 @@ from cards.models import (
 )
 from cards.rules import default_association
 from ingest.bulk import RowWriter, to_json
-from ingest.bundle import parse_rfc3339
 from ingest.rows import (
     CitationRow,
     ClaimRevisionRow,
@@ -35,6 +34,7 @@ from ingest.rows import (
     VerdictRevisionRow,
 )
 from ingest.rules import PassageSeen, ResponseSeen
+from ingest.schema import parse_rfc3339
 from replay.models import Citation, Response, Retrieval
 
 BUNDLE_ANNOTATOR = "bundle"  # author of claim decompositions that arrive inside a bundle

@@ -18,7 +18,8 @@ from cards.rules import association_problem
 from evidence.canonical import text_sha256
 from evidence.expectations import expectation_document, expectation_sha256
 from evidence.models import Project
-from ingest.bundle import MAX_PROBLEMS, SCHEMA_NAME, Problem, storable_time_problem
+from ingest.bundle import MAX_PROBLEMS, SCHEMA_NAME, Problem
+from ingest.schema import storable_time_problem
 
 
 class StopReading(Exception):

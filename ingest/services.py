@@ -27,9 +27,9 @@ from ingest.bundle import (
     iter_raw_lines,
     open_bundle,
     parse_line,
-    schema_problems,
 )
 from ingest.rules import Problems, Rules, StopReading
+from ingest.schema import schema_problems
 from ingest.writer import BatchWriter
 
 FLUSH_EVERY_RESPONSES = 1000

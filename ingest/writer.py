@@ -23,7 +23,6 @@ from evidence.drift import drifted_from
 from evidence.expectations import stored_document
 from evidence.models import Case, Expectation, Passage, Project, Snapshot
 from ingest.bulk import RowWriter, to_json
-from ingest.bundle import parse_rfc3339
 from ingest.responses import Ids, ResponseRows
 from ingest.rows import (
     CaseRow,
@@ -38,6 +37,7 @@ from ingest.rows import (
     VerdictRevisionRow,
 )
 from ingest.rules import CaseSeen, PassageSeen, Problems, ResponseSeen
+from ingest.schema import parse_rfc3339
 from replay.models import Citation, Response, Retrieval, Run
 
 if TYPE_CHECKING:

@@ -20,7 +20,7 @@ from cards.chain import claim_revision_document, seal, verdict_revision_document
 from cards.models import Claim, ClaimRevision, VerdictRevision
 from evidence.canonical import text_sha256
 from evidence.models import Case, Expectation, Passage, Project, Snapshot
-from ingest.bundle import parse_rfc3339
+from ingest.schema import parse_rfc3339
 from ingest.services import FLUSH_EVERY_RESPONSES, ImportSummary
 from replay.models import Response, Retrieval, Run
 from tests.conftest import FIXTURES, bundle_bytes, import_bytes, import_fixture, row_counts

@@ -1,6 +1,6 @@
 """Our compiled schema checker agrees with the reference validator, line by line.
 
-`ingest.bundle.schema_problems` compiles the spec's schema into closures
+`ingest.schema.schema_problems` compiles the spec's schema into closures
 for speed and readable messages. `jsonschema` (Draft 2020-12) walks the same
 file as written. Every fixture line and a systematic set of broken lines
 (derived from the schema itself: each required field dropped, each field
@@ -20,13 +20,8 @@ from typing import Any
 import pytest
 from jsonschema import Draft202012Validator
 
-from ingest.bundle import (
-    SCHEMA_PATH,
-    SchemaError,
-    compile_bundle_schema,
-    compile_schema,
-    schema_problems,
-)
+from ingest.bundle import SCHEMA_PATH
+from ingest.schema import SchemaError, compile_bundle_schema, compile_schema, schema_problems
 from tests.conftest import FIXTURES, ROOT
 
 SHARED_SCHEMA = ROOT.parent / "shared" / "spec" / "bundle.schema.json"

@@ -27,7 +27,8 @@ from hypothesis import HealthCheck, assume, event, given, settings
 from hypothesis import strategies as st
 from jsonschema import Draft202012Validator
 
-from ingest.bundle import LINE_KINDS, SCHEMA_PATH, is_rfc3339, parse_rfc3339, schema_problems
+from ingest.bundle import LINE_KINDS, SCHEMA_PATH
+from ingest.schema import is_rfc3339, parse_rfc3339, schema_problems
 
 SCHEMA = json.loads(SCHEMA_PATH.read_text(encoding="utf-8"))
 DEFS = SCHEMA["$defs"]
