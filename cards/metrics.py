@@ -11,6 +11,7 @@ from __future__ import annotations
 import functools
 import itertools
 import json
+import math
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -243,7 +244,7 @@ def _retrieval_figures(ranked, relevant, facts, doc_of) -> dict[str, Any]:
     for rank, ref in enumerate(refs, start=1):
         first.setdefault(ref, rank)
         first_doc.setdefault(doc_of.get(ref) or ref.split("@", 1)[0], rank)
-    never = len(refs) + 1
+    never = math.inf  # beyond every k: a list shorter than k has no rank past its end
     relevant_ranks = [first.get(r, never) for r in relevant]
     docs = {doc_of.get(r) or r.split("@", 1)[0] for r in relevant}
     doc_ranks = [first_doc.get(doc, never) for doc in docs]

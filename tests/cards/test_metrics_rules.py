@@ -700,6 +700,23 @@ def test_k_takes_1_to_5_then_10_and_the_length_of_the_list(length, ranks):
         assert have == ranks, base
 
 
+def test_a_ref_not_retrieved_is_not_found_at_a_k_beyond_the_end_of_the_list():
+    # "|R ∩ top-k refs|": a list of 2 has no rank 3, so at k = 5 or 10 a missing ref stays missing
+    result = figures(
+        [], ranked=RANKED[:2], relevant=("b@1#1", "z@9#1"), facts=2,
+        evidence={"G1": ("a@1#1",), "G2": ("z@9#1",)},
+    )  # fmt: skip
+    for k in (2, 5, 10):
+        assert kn(result[f"passage_recall@{k}"]) == (1, 2), k
+        assert kn(result[f"doc_recall@{k}"]) == (1, 2), k
+        assert kn(result[f"fact_evidence_recall@{k}"]) == (1, 2), k
+
+
+def test_no_hit_at_a_k_beyond_the_end_of_the_list():
+    result = figures([], ranked=RANKED[:2], relevant=("z@1#1",))
+    assert [result[f"hit@{k}"] for k in (1, 2, 3, 4, 5, 10)] == [0] * 6
+
+
 @pytest.mark.parametrize("reviewed", [True, False], ids=["reviewed", "unreviewed"])
 def test_retrieval_figures_need_no_review(reviewed):
     # "retrieval figures and pre-checks do not need a review and are computed for every response"
