@@ -143,10 +143,11 @@ def choose(claim: ClaimState, source: Source) -> VerdictView | None:
             (v for v in verdicts if v[0] == source.annotator and v[1] != Origin.ADJUDICATION), None
         )
     else:
-        newest: dict[str, tuple] = {}
+        # An imported annotator is never the local account of the same name (metrics.md).
+        newest: dict[tuple[str, bool], tuple] = {}
         for v in verdicts:
             if v[1] != Origin.ADJUDICATION:
-                newest.setdefault(v[0], v)
+                newest.setdefault((v[0], v[1] == Origin.IMPORTED), v)
         if not newest:
             return None
         counts = Counter(v[2] for v in newest.values())

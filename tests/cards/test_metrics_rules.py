@@ -206,6 +206,18 @@ CHOOSE_ROWS = [
         "no_consensus",
         id="consensus-an-adjudication-is-not-a-vote",
     ),
+    # "An imported annotator is never the same annotator as a local account, even when the
+    # names are equal."
+    pytest.param(
+        CONSENSUS,
+        [
+            verdict("unsupported", by="alice", origin=IMPORTED),
+            verdict("supported", by="alice"),
+            verdict("supported", by="bob"),
+        ],
+        "supported",
+        id="consensus-an-imported-annotator-is-not-the-local-account-of-the-same-name",
+    ),
     pytest.param(
         CONSENSUS,
         [verdict("supported", by="lead", origin=ADJUDICATION)],
