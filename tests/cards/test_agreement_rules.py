@@ -8,10 +8,13 @@ from __future__ import annotations
 
 import pytest
 
-from cards.agreement import annotators_of, run_agreement
+from cards.agreement import Agreement, Disagreeing, annotators_of, run_agreement
+from cards.models import Claim
 from cards.services import claim_create, claim_revise
+from cards.stats import Proportion
 from replay.models import Run
 from tests.cards.conftest import FINAL_SALE, REFUND_START, WINDOW, judge, member
+from tests.conftest import import_fixture
 
 
 @pytest.fixture
@@ -96,3 +99,37 @@ def test_only_each_annotators_newest_label_counts(claims, second_reviewer):
     result = agreement("alice", "bob")
     assert (result.raw.k, result.raw.n) == (2, 2)
     assert result.kappa == 1.0
+
+
+def test_agreement_is_written_in_the_cli_shape():
+    # cli.md `run_agreement`: raw agreement as a proportion, κ and α rounded, counts of claims
+    # and disagreements.
+    result = Agreement(
+        run_id="r1", annotators=["alice", "bob"], claims=4, raw=Proportion(3, 4),
+        kappa=3 / 7, alpha=0.123456, confusion={"supported": {"supported": 3}},
+        disagreeing=[Disagreeing("Q-1", "c2", "Claim.", {})],
+    )  # fmt: skip
+    assert result.as_json() == {
+        "run_id": "r1",
+        "annotators": ["alice", "bob"],
+        "claims": 4,
+        "raw_agreement": Proportion(3, 4).as_json(),
+        "cohen_kappa": 0.4286,
+        "krippendorff_alpha": 0.1235,
+        "confusion": {"supported": {"supported": 3}},
+        "disagreements": 1,
+    }
+    undefined = Agreement("r1", ["a", "b", "c"], 0, Proportion(0, 0), None, None, None, [])
+    assert undefined.as_json() == {
+        "run_id": "r1", "annotators": ["a", "b", "c"], "claims": 0, "raw_agreement": None,
+        "cohen_kappa": None, "krippendorff_alpha": None, "confusion": None, "disagreements": 0,
+    }  # fmt: skip
+
+
+def test_agreement_is_over_the_claims_of_this_run_only(claims, reviewer, second_reviewer):
+    import_fixture("q017-r1.jsonl")
+    other = Claim.objects.get(response__run__run_id="q017-r1", key="C-017-2")
+    judge(other, reviewer, "supported", "alice on q017-r1")
+    judge(other, second_reviewer, "unsupported", "bob on q017-r1")
+    result = agreement("alice", "bob")
+    assert (result.claims, len(result.disagreeing)) == (2, 1)

@@ -66,7 +66,7 @@ def test_a_wilson_interval_never_leaves_0_to_1(k, n):
 
 @pytest.mark.parametrize("n", [0, -1])
 def test_a_wilson_interval_needs_units(n):
-    with pytest.raises(ValueError, match="n > 0"):
+    with pytest.raises(ValueError, match="^a Wilson interval needs n > 0$"):
         wilson(0, n)
 
 
@@ -92,7 +92,7 @@ def test_a_sample_size_uses_a_given_p():
 
 @pytest.mark.parametrize("margin", [0, 1, -0.1, 1.5])
 def test_a_margin_is_a_fraction_between_0_and_1(margin):
-    with pytest.raises(ValueError, match="between 0 and 1"):
+    with pytest.raises(ValueError, match="^the margin is a fraction between 0 and 1$"):
         sample_size(margin)
 
 
@@ -101,6 +101,8 @@ def test_the_half_width_at_n_is_half_the_wilson_interval_at_p():
     assert half_width(100) == pytest.approx((high - low) / 2)
     low, high = wilson(20, 100, 0.90)
     assert half_width(100, 0.90, p=0.2) == pytest.approx((high - low) / 2)
+    low, high = wilson(0, 1)  # round(0.5 · 1) = 0: Python rounds half to even
+    assert half_width(1) == pytest.approx((high - low) / 2)
     assert half_width(0) is None
 
 

@@ -11,7 +11,8 @@ import itertools
 import pytest
 
 from cards.metrics import ClaimState, Source, response_figures, run_totals
-from cards.models import Origin
+from cards.models import Claim, Origin
+from cards.services import claim_create, response_mark_complete
 from evidence.canonical import text_sha256
 
 # The one import of the module under test (to become compare/comparison.py).
@@ -20,10 +21,12 @@ from replay.comparison import (
     FactChange,
     Pair,
     compare_runs,
+    compare_runs_cached,
     fact_status,
     match_claims,
 )
-from replay.models import Run
+from replay.models import Response, Run
+from tests.cards.conftest import judge
 from tests.conftest import bundle_bytes, import_bytes
 from tests.factories import synthetic_bundle
 
@@ -226,12 +229,16 @@ def test_claims_are_matched_across_two_responses(a, b, expected):
 # comparable pairs only, with the counts of pairs left out" ----------------------------------
 
 
-def figures_of(*labels: str) -> dict:
+def figures_of(*labels: str, gaps: tuple = ()) -> dict:
     claims = [claim(f"c{i}", label) for i, label in enumerate(labels)]
+    expectation = {
+        "required_facts": [{"fact_id": "G1"}],
+        "known_gaps": [{"gap_id": gap} for gap in gaps],
+        "relevant_refs": [],
+    }
     return response_figures(
-        reviewed=True,
-        expectation={"required_facts": [{"fact_id": "G1"}], "known_gaps": [], "relevant_refs": []},
-        claims=claims, ranked=[], doc_of={}, source=Source(),
+        reviewed=True, expectation=expectation, claims=claims, ranked=[], doc_of={},
+        source=Source(),
     )  # fmt: skip
 
 
@@ -239,14 +246,15 @@ def test_the_difference_is_b_minus_a_and_undefined_when_either_is():
     comparison = Comparison(
         Run(run_id="a"), Run(run_id="b"), Source(),
         [Pair("Q1", True, []), Pair("Q2", False, ["case_missing"])],
-        run_totals([figures_of("supported", "unsupported", "partial")]),
+        run_totals([figures_of("supported", "unsupported", "partial", gaps=("X1",))]),
         run_totals([figures_of("supported", "supported", "partial", "partial")]),
     )  # fmt: skip
     difference = comparison.difference()
     assert difference["support"] == round(2 / 4 - 1 / 3, 4)
     assert difference["support_or_partial"] == round(4 / 4 - 2 / 3, 4)
     assert difference["support_assessed"] == round(2 / 4 - 1 / 3, 4)
-    assert difference["honest_misses"] is None  # no known gap in either run
+    assert difference["honest_misses"] is None  # a known gap in run a only
+    assert difference["citation_precision"] is None  # no judged citation in either run
     document = comparison.as_json()
     assert document["left_out"] == 1
     assert document["metrics"]["pairs"] == 1
@@ -339,3 +347,30 @@ def test_figures_are_computed_over_the_comparable_pairs_only(project):
     assert comparison.left_out == 1
     assert comparison.metrics_a["responses"] == comparison.metrics_b["responses"] == 1
     assert comparison.metrics_a["micro"]["support"].n == 1
+
+
+def test_a_cached_comparison_follows_every_new_claim_verdict_and_review_mark(project, reviewer):
+    # The side-by-side page caches the comparison: it must never show figures older than the
+    # newest revision or review mark of either run.
+    import_run("r1", "kb@1")
+    import_run("r2", "kb@2")
+    run_a, run_b = (Run.objects.select_related("snapshot").get(run_id=r) for r in ("r1", "r2"))
+    response = Response.objects.get(run=run_b)
+    claim = Claim.objects.get(response=response)
+
+    def cached(source: Source = CONSENSUS) -> dict:
+        return compare_runs_cached(run_a=run_a, run_b=run_b, source=source).as_json()
+
+    def fresh(source: Source = CONSENSUS) -> dict:
+        return compare_runs(run_a=run_a, run_b=run_b, source=source).as_json()
+
+    seen = [cached()]
+    for change in (
+        lambda: judge(claim, reviewer, "unsupported", "Passage 0 says 11 units."),
+        lambda: claim_create(response=response, author=reviewer, text="More.", spans=[(0, 5)]),
+        lambda: response_mark_complete(response=response, author=reviewer, complete=False),
+    ):
+        change()
+        assert cached() == fresh() != seen[-1]
+        seen.append(cached())
+    assert cached(Source()) == fresh(Source()) != cached()
