@@ -79,20 +79,42 @@ def test_any_change_to_a_revision_changes_its_hash(change):
     assert seal(document(**change)) != PINNED
 
 
-def test_a_verdict_document_names_every_field_of_the_audit_row():
-    verdict = verdict_revision_document(
-        project="demo", run_id="r", case_id="Q", claim_id="c1", seq=2, annotator="zoë",
-        origin="review", association="attached", support="partial", contradicts=False,
-        reason="Größe fehlt.", diagnosis="", note="", stated_at=None,
-        citation_relevance={"b": "necessary", "a": "irrelevant"}, supersedes=None,
-        created_at=MOMENT, prev_sha256=PINNED,
+VERDICT_CANONICAL = (
+    b'{"association":"attached","author":"zo\xc3\xab","case_id":"Q-017",'
+    b'"citation_relevance":{"a":"irrelevant","b":"necessary"},"claim_id":"c1",'
+    b'"contradicts":false,"created_at":"2026-10-01T12:00:00.123456Z",'
+    b'"diagnosis":"qualifier_dropped","note":"","origin":"review",'
+    b'"prev_sha256":"' + PINNED.encode() + b'","project":"demo",'
+    b'"reason":"Gr\xc3\xb6\xc3\x9fe fehlt.","run_id":"q017-r1","seq":2,'
+    b'"stated_at":"2026-09-30T08:00:00.000000Z","supersedes":1,"support":"partial",'
+    b'"type":"verdict_revision"}'
+)
+VERDICT_PINNED = "7913d90e1d0f4ef04970cd33155d66b97b354b84f972965c21eab9b40ab320a8"
+
+
+def verdict(**changes) -> dict:
+    fields = {
+        "project": "demo", "run_id": "q017-r1", "case_id": "Q-017", "claim_id": "c1", "seq": 2,
+        "annotator": "zoë", "origin": "review", "association": "attached", "support": "partial",
+        "contradicts": False, "reason": "Größe fehlt.", "diagnosis": "qualifier_dropped",
+        "citation_relevance": {"b": "necessary", "a": "irrelevant"}, "note": "",
+        "stated_at": datetime(2026, 9, 30, 8, tzinfo=UTC), "supersedes": 1,
+        "created_at": MOMENT, "prev_sha256": PINNED,
+    }  # fmt: skip
+    return verdict_revision_document(**fields | changes)
+
+
+def test_a_verdict_revision_has_the_pinned_canonical_bytes_and_hash():
+    assert canonical_json(verdict()) == VERDICT_CANONICAL
+    assert hashlib.sha256(VERDICT_CANONICAL).hexdigest() == VERDICT_PINNED
+    assert seal(verdict()) == VERDICT_PINNED
+
+
+def test_a_verdict_without_diagnosis_or_statement_time_writes_null():
+    document = verdict(diagnosis="", stated_at=None, supersedes=None)
+    assert (document["diagnosis"], document["stated_at"], document["supersedes"]) == (
+        None, None, None,
     )  # fmt: skip
-    assert list(json.loads(canonical_json(verdict))) == sorted(verdict)
-    assert verdict["diagnosis"] is None  # no diagnosis is null, not ""
-    assert verdict["type"] == "verdict_revision"
-    assert b'"reason":"Gr\xc3\xb6\xc3\x9fe fehlt."' in canonical_json(verdict)
-    assert b'"citation_relevance":{"a":"irrelevant","b":"necessary"}' in canonical_json(verdict)
-    assert seal(verdict) == hashlib.sha256(canonical_json(verdict)).hexdigest()
 
 
 def test_a_passage_hash_is_of_its_utf8_bytes_without_normalisation():
