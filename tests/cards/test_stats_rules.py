@@ -193,6 +193,11 @@ def test_alpha_is_1_for_perfect_agreement_on_more_than_one_label():
     assert krippendorff_alpha_nominal([["a", "a"], ["b", "b", "b"], ["a", "a"]]) == 1.0
 
 
+def test_alpha_of_a_single_disagreeing_pair_is_0():
+    # One unit labelled a and b: the disagreement observed is the one expected, α = 1 − 1.
+    assert krippendorff_alpha_nominal([["a", "b"]]) == 0.0
+
+
 def test_alpha_is_undefined_without_pairable_units_or_with_one_label_throughout():
     assert krippendorff_alpha_nominal([]) is None
     assert krippendorff_alpha_nominal([["a"], ["b"]]) is None

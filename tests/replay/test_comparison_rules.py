@@ -60,64 +60,70 @@ FACT_ROWS = [
         Source(),
         "supported",
         id="supported-beats-partial",
-    ),  # fmt: skip
+    ),
     pytest.param(
         [claim("a", "unsupported"), claim("b", "partial")],
         Source(),
         "partial",
         id="partial-beats-unsupported",
-    ),  # fmt: skip
+    ),
     pytest.param(
         [claim("a", "supported"), claim("b", "unsupported")],
         Source(),
         "supported",
         id="the-best-wins-whatever-the-order",
-    ),  # fmt: skip
+    ),
     pytest.param([claim("a", "unsupported")], Source(), "unsupported", id="unsupported"),
     pytest.param(
         [claim("a", "not_assessable")],
         Source(),
         "unsupported",
         id="not-assessable-counts-as-unsupported",
-    ),  # fmt: skip
+    ),
     pytest.param([claim("a")], Source(), "unsupported", id="unreviewed-counts-as-unsupported"),
     pytest.param(
         [claim("a", "supported", "partial")],
         CONSENSUS,
         "unsupported",
         id="no-consensus-counts-as-unsupported",
-    ),  # fmt: skip
+    ),
     pytest.param(
         [claim("a", "supported", "supported", "partial")],
         CONSENSUS,
         "supported",
         id="a-consensus-label-counts",
-    ),  # fmt: skip
+    ),
     pytest.param([], Source(), "absent", id="absent-when-no-claim-reports-it"),
     pytest.param(
         [claim("a", "supported", facts=("G2",))],
         Source(),
         "absent",
         id="absent-when-only-other-facts-are-reported",
-    ),  # fmt: skip
+    ),
+    pytest.param(
+        [claim("a", "supported", facts=("G2",)), claim("b", "partial")],
+        Source(),
+        "partial",
+        id="a-claim-on-another-fact-does-not-hide-the-next",
+    ),
     pytest.param(
         [claim("a", "supported", withdrawn=True)],
         Source(),
         "absent",
         id="a-withdrawn-claim-does-not-report-it",
-    ),  # fmt: skip
+    ),
     pytest.param(
         [claim("a", "supported", kind="abstention")],
         Source(),
         "absent",
         id="an-abstention-claim-does-not-report-it",
-    ),  # fmt: skip
+    ),
     pytest.param(
         [claim("a", "supported", by="bob"), claim("b", "partial")],
         Source("annotator", "alice"),
         "partial",
         id="the-status-follows-the-verdict-source",
-    ),  # fmt: skip
+    ),
 ]
 
 
