@@ -776,6 +776,22 @@ def test_macro_averages_only_defined_values_and_says_over_how_many_cases():
     assert totals["undefined"]["support"] == 1
 
 
+def test_macro_values_are_rounded_to_4_places():
+    no_relevant = figures([], ranked=("x@1#1",))
+    totals = run_totals([response("SUU", hit_rank=3), no_relevant])
+    assert totals["macro"]["support"] == {"value": 0.3333, "cases": 1}
+    assert totals["macro"]["passage_recall@3"] == {"value": 1.0, "cases": 1}
+    assert totals["macro"]["context_precision"] == {"value": 0.3333, "cases": 1}
+
+
+def test_a_retrieval_figure_undefined_for_a_response_is_counted_as_a_case():
+    no_relevant = figures([], ranked=("x@1#1",))
+    totals = run_totals([response("S"), no_relevant, response("", reviewed=False)])
+    assert totals["undefined"]["passage_recall@1"] == 1
+    assert totals["undefined"]["fact_evidence_recall@1"] == 3  # no required fact anywhere
+    assert totals["macro"]["passage_recall@1"] == {"value": 1.0, "cases": 2}
+
+
 def test_a_figure_undefined_everywhere_is_undefined_for_the_run():
     totals = run_totals([response(""), response("", reviewed=False)])
     assert totals["micro"]["support"].defined is False
