@@ -292,6 +292,7 @@ def test_number_tokens(text, numbers):
         pytest.param([(2, 5)], "ab   cd[2]", id="one"),
         pytest.param([(7, 10), (2, 5)], "ab   cd   ", id="unsorted"),
         pytest.param([(2, 5), (3, 8)], "ab      2]", id="overlapping"),
+        pytest.param([(2, 5), (3, 4), (7, 10)], "ab   cd   ", id="nested-then-another"),
         pytest.param([(8, 99)], "ab[1]cd[  ", id="past-the-end"),
         pytest.param([(4, 2)], "ab[1]cd[2]", id="empty"),
     ],
