@@ -799,6 +799,14 @@ def test_a_figure_undefined_everywhere_is_undefined_for_the_run():
     assert totals["undefined"]["support"] == 1  # the abstention; the unreviewed is not a case
 
 
+def test_a_run_with_no_reviewed_response_shows_claim_figures_as_0_of_0():
+    # "shown as k / n": an undefined figure is 0 / 0 (null in JSON), never 1 / 0 or 0 / 1.
+    totals = run_totals([response("S", reviewed=False)])
+    assert totals["micro"]["support"] == Proportion(0, 0)
+    assert totals["macro"]["support"] is None
+    assert totals["undefined"]["support"] == 0  # no reviewed response: no case to count
+
+
 def test_unreviewed_responses_are_counted_not_scored_but_their_retrieval_is():
     # "Claim figures leave unreviewed responses out and count them; retrieval figures … are
     # computed for every response"
