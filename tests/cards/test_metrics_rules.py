@@ -265,7 +265,9 @@ def test_no_consensus_keeps_the_association_of_the_claims_citations(citations, a
         claim(verdict("supported", by="a"), verdict("partial", by="b"), citations=citations),
         CONSENSUS,
     )
-    assert (view.support, view.association, view.relevance) == ("no_consensus", association, {})
+    assert (view.support, view.association, view.relevance, view.diagnosis) == (
+        "no_consensus", association, {}, "",
+    )  # fmt: skip
 
 
 def test_a_verdict_without_a_relevance_map_has_an_empty_one():
@@ -855,8 +857,16 @@ def test_streamed_totals_equal_the_totals_of_the_list():
 
 
 def test_the_run_lists_retrieval_figures_in_rank_order():
-    micro = run_totals([figures([], ranked=RANKED, relevant=("a@1#1",))])["micro"]
+    # Lists of 12 and then 7 passages: @7 arrives last but is listed between @5 and @10.
+    twelve = tuple(f"r{i}@1#1" for i in range(12))
+    micro = run_totals(
+        [
+            figures([], ranked=twelve, relevant=("r0@1#1",)),
+            figures([], ranked=RANKED, relevant=("a@1#1",)),
+        ]
+    )["micro"]
     recalls = [name for name in micro if name.startswith("passage_recall@")]
-    assert recalls == [f"passage_recall@{k}" for k in (1, 2, 3, 4, 5, 7, 10)]
+    assert recalls == [f"passage_recall@{k}" for k in (1, 2, 3, 4, 5, 7, 10, 12)]
     hits = [name for name in micro if name.startswith("hit@")]
-    assert hits == [f"hit@{k}" for k in (1, 2, 3, 4, 5, 7, 10)]
+    assert hits == [f"hit@{k}" for k in (1, 2, 3, 4, 5, 7, 10, 12)]
+    assert kn(micro["passage_recall@7"]) == (1, 1)  # only the list of 7 has a k of 7
