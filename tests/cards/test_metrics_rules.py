@@ -449,10 +449,12 @@ CLAIM_ROWS = [
             "claims": [
                 claim(verdict(U), kind="abstention", gaps=("X1",)),
                 claim(verdict(S), kind="abstention", gaps=("X2",)),
+                claim(verdict(P), kind="abstention", gaps=("X3",)),
+                claim(kind="abstention", gaps=("X4",)),
             ],
-            "gaps": 2,
+            "gaps": 4,
         },
-        {"honest_misses": (1, 2), "status": "abstention"},
+        {"honest_misses": (3, 4), "status": "abstention"},
         id="honest-misses-leave-out-an-abstention-judged-unsupported",
     ),
     # "undefined when: no known gap"
