@@ -10,6 +10,7 @@ import hashlib
 import json
 import math
 import re
+import time
 from datetime import UTC, datetime, timedelta, timezone
 
 import pytest
@@ -57,6 +58,20 @@ def test_a_time_in_another_zone_is_written_in_utc_with_microseconds():
     assert seal(document(created_at=berlin)) == PINNED
     assert rfc3339(datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)) == "2026-01-02T03:04:05.000000Z"
     assert rfc3339(None) is None
+
+
+@pytest.fixture
+def server_in_berlin(monkeypatch):
+    monkeypatch.setenv("TZ", "Europe/Berlin")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def test_a_time_is_written_in_utc_whatever_the_servers_time_zone(server_in_berlin):
+    assert rfc3339(MOMENT) == "2026-10-01T12:00:00.123456Z"
+    assert seal(document()) == PINNED
 
 
 @pytest.mark.parametrize(

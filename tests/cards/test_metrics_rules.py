@@ -471,6 +471,7 @@ CLAIM_ROWS = [
                 claim(verdict(S), gaps=("X1",)),
                 claim(gaps=("X1",)),
                 claim(verdict(U, diagnosis="not_in_collection")),
+                claim(verdict(U, diagnosis="not_in_collection")),
                 claim(verdict(U, diagnosis="qualifier_dropped")),
                 claim(verdict(P, diagnosis="not_in_collection")),
                 claim(kind="abstention", gaps=("X1",)),
@@ -478,7 +479,7 @@ CLAIM_ROWS = [
             ],
             "gaps": 1,
         },
-        {"invented_over_gap": 3},
+        {"invented_over_gap": 4},
         id="invented-over-gap-counts-factual-claims-on-a-gap-or-not-in-collection",
     ),
     # "consensus … a claim without one is counted as no_consensus and left out of the ratios"
@@ -786,6 +787,8 @@ def test_macro_values_are_rounded_to_4_places():
     assert totals["macro"]["support"] == {"value": 0.3333, "cases": 1}
     assert totals["macro"]["passage_recall@3"] == {"value": 1.0, "cases": 1}
     assert totals["macro"]["context_precision"] == {"value": 0.3333, "cases": 1}
+    two = run_totals([response("S", hit_rank=2), response("S", hit_rank=3)])
+    assert two["macro"]["context_precision"] == {"value": 0.4166, "cases": 2}  # (0.5 + 0.3333) / 2
 
 
 def test_a_retrieval_figure_undefined_for_a_response_is_counted_as_a_case():
