@@ -1,0 +1,394 @@
+"""The comparison rules of metrics.md ("Comparing two runs"), one table row each.
+
+Fact status, change and claim matching are pure and tested on plain claims; the
+comparable rule needs two imported runs, so it is tested through the smallest bundles.
+"""
+
+from __future__ import annotations
+
+import itertools
+from datetime import UTC, datetime
+
+import pytest
+
+from cards.annotators import Annotator
+from cards.figures import ClaimState, Verdict, response_figures, run_totals
+from cards.models import Claim, Origin
+from cards.services import claim_create, response_mark_complete
+from cards.verdicts import Source
+
+# The one import of the module under test.
+from compare.comparison import (
+    Comparison,
+    FactChange,
+    Pair,
+    compare_runs,
+    compare_runs_cached,
+    fact_status,
+    match_claims,
+)
+from evidence.canonical import text_sha256
+from replay.models import Response, Run
+from tests.cards.conftest import judge
+from tests.conftest import bundle_bytes, import_bytes
+from tests.factories import synthetic_bundle
+
+EPOCH = datetime(2026, 1, 1, tzinfo=UTC)
+IMPORTED_NAMES = {"judge", "seed-protocol"}  # the annotators these tables import
+
+
+def annotator_source(name: str) -> Source:
+    """`annotator NAME`: an imported judge by its name, else the local account."""
+    return Source.of(Annotator(name, imported=name in IMPORTED_NAMES))
+
+
+SEED = annotator_source("seed-protocol")
+CONSENSUS = Source("consensus")
+
+
+def claim(
+    key: str, *labels: str, facts: tuple = ("G1",), kind: str = "factual",
+    withdrawn: bool = False, text: str = "", by: str = "alice",
+) -> ClaimState:  # fmt: skip
+    """A claim with one verdict per label, newest first, each from its own annotator when
+    there are several (so consensus can be tested), else from `by`."""
+    names = [by] if len(labels) == 1 else [f"r{i}" for i in range(len(labels))]
+    verdicts = [
+        Verdict(name, Origin.REVIEW, label, "attached", {}, "", EPOCH)
+        for name, label in zip(names, labels, strict=False)
+    ]
+    return ClaimState(
+        key, kind, text or f"Claim {key}.", ["p"], list(facts), [], withdrawn, verdicts
+    )
+
+
+# --- fact status: "the best verdict among the current factual claims linked to it
+# (supported > partial > unsupported; not_assessable and unreviewed count as unsupported
+# here), or absent when no claim reports it" ------------------------------------------------
+
+FACT_ROWS = [
+    pytest.param(
+        [claim("a", "partial"), claim("b", "supported")],
+        Source(),
+        "supported",
+        id="supported-beats-partial",
+    ),
+    pytest.param(
+        [claim("a", "unsupported"), claim("b", "partial")],
+        Source(),
+        "partial",
+        id="partial-beats-unsupported",
+    ),
+    pytest.param(
+        [claim("a", "supported"), claim("b", "unsupported")],
+        Source(),
+        "supported",
+        id="the-best-wins-whatever-the-order",
+    ),
+    pytest.param([claim("a", "unsupported")], Source(), "unsupported", id="unsupported"),
+    pytest.param(
+        [claim("a", "not_assessable")],
+        Source(),
+        "unsupported",
+        id="not-assessable-counts-as-unsupported",
+    ),
+    pytest.param([claim("a")], Source(), "unsupported", id="unreviewed-counts-as-unsupported"),
+    pytest.param(
+        [claim("a", "supported", "partial")],
+        CONSENSUS,
+        "unsupported",
+        id="no-consensus-counts-as-unsupported",
+    ),
+    pytest.param(
+        [claim("a", "supported", "supported", "partial")],
+        CONSENSUS,
+        "supported",
+        id="a-consensus-label-counts",
+    ),
+    pytest.param([], Source(), "absent", id="absent-when-no-claim-reports-it"),
+    pytest.param(
+        [claim("a", "supported", facts=("G2",))],
+        Source(),
+        "absent",
+        id="absent-when-only-other-facts-are-reported",
+    ),
+    pytest.param(
+        [claim("a", "supported", facts=("G2",)), claim("b", "partial")],
+        Source(),
+        "partial",
+        id="a-claim-on-another-fact-does-not-hide-the-next",
+    ),
+    pytest.param(
+        [claim("a", "supported", withdrawn=True)],
+        Source(),
+        "absent",
+        id="a-withdrawn-claim-does-not-report-it",
+    ),
+    pytest.param(
+        [claim("a", "supported", kind="abstention")],
+        Source(),
+        "absent",
+        id="an-abstention-claim-does-not-report-it",
+    ),
+    pytest.param(
+        [claim("a", "supported", by="bob"), claim("b", "partial")],
+        annotator_source("alice"),
+        "partial",
+        id="the-status-follows-the-verdict-source",
+    ),
+]
+
+
+@pytest.mark.parametrize(("claims", "source", "status"), FACT_ROWS)
+def test_the_status_of_a_required_fact(claims, source, status):
+    assert fact_status(claims, "G1", source) == status
+
+
+# cli.md: "`change` is `improved`, `regressed` or `same`, ordering `absent` < `unsupported` <
+# `partial` < `supported`"
+LADDER = ["absent", "unsupported", "partial", "supported"]
+
+
+@pytest.mark.parametrize(("a", "b"), list(itertools.product(LADDER, LADDER)), ids=lambda s: s[:5])
+def test_a_change_follows_the_ladder_absent_unsupported_partial_supported(a, b):
+    expected = {-1: "regressed", 0: "same", 1: "improved"}[
+        (LADDER.index(b) > LADDER.index(a)) - (LADDER.index(b) < LADDER.index(a))
+    ]
+    assert FactChange(a, b).change == expected
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "change"),
+    [
+        ("partial", "supported", "improved"),  # q017-r1 → q017-r2 in expected.json
+        ("absent", "unsupported", "improved"),
+        ("supported", "absent", "regressed"),
+        ("partial", "unsupported", "regressed"),
+        ("unsupported", "unsupported", "same"),
+    ],
+)
+def test_changes_spelled_out(a, b, change):
+    assert FactChange(a, b).change == change
+
+
+# --- claim matching: "by the required facts they report, then by their text; the unmatched
+# are listed on each side" -------------------------------------------------------------------
+
+MATCH_ROWS = [
+    pytest.param(
+        [claim("a1", text="The limit is 80 degrees."), claim("a2", facts=(), text="Eco mode.")],
+        [claim("b1", text="Continuous operation: 80 °C max."), claim("b2", facts=(), text="x")],
+        ([("a1", "b1")], ["a2"], ["b2"]),
+        id="claims-reporting-the-same-fact-match-whatever-their-text",
+    ),
+    pytest.param(
+        [claim("a1", facts=("G1", "G2")), claim("a2", facts=("G2",), text="Quite other words.")],
+        [claim("b1", facts=("G2",)), claim("b2", facts=("G3", "G1"), text="Nothing alike.")],
+        ([("a1", "b1")], ["a2"], ["b2"]),
+        id="a-claim-is-matched-once-by-the-first-claim-sharing-a-fact",
+    ),
+    pytest.param(
+        [claim("a1", facts=(), text="Eco saves energy every year.")],
+        [claim("b1", facts=(), text="ECO SAVES ENERGY EVERY SINGLE YEAR.")],
+        ([("a1", "b1")], [], []),
+        id="then-by-text-similarity-ignoring-case",
+    ),
+    pytest.param(
+        [claim("a1", facts=(), text="abcd")],
+        [claim("b1", facts=(), text="abcx")],
+        ([("a1", "b1")], [], []),
+        id="a-text-similarity-of-exactly-0.75-matches",
+    ),
+    pytest.param(
+        [claim("a1", facts=(), text="abcd")],
+        [claim("b1", facts=(), text="abxy")],
+        ([], ["a1"], ["b1"]),
+        id="a-text-similarity-below-0.75-does-not-match",
+    ),
+    pytest.param(
+        [claim("a1", facts=(), text="Returns within 14 days.")],
+        [
+            claim("b1", facts=(), text="Returns within 30 days."),
+            claim("b2", facts=(), text="Returns within 14 days!"),
+        ],
+        ([("a1", "b2")], [], ["b1"]),
+        id="the-most-similar-text-wins",
+    ),
+    pytest.param(
+        [
+            claim("a1", facts=(), text="Returns within 14 days."),
+            claim("a2", facts=(), text="Returns within 14 days!"),
+        ],
+        [claim("b1", facts=(), text="Returns within 14 days.")],
+        ([("a1", "b1")], ["a2"], []),
+        id="a-claim-is-matched-by-text-at-most-once",
+    ),
+    pytest.param(
+        [claim("a1", text="Same text."), claim("a2", facts=(), text="Other words here.")],
+        [claim("b1", facts=("G9",), text="Same text.")],
+        ([("a1", "b1")], ["a2"], []),
+        id="claims-left-over-from-fact-matching-match-by-text",
+    ),
+    pytest.param(
+        [claim("a1", withdrawn=True), claim("a2", facts=(), text="Gone too.", withdrawn=True)],
+        [claim("b1"), claim("b2", facts=(), text="Gone too.")],
+        ([], [], ["b1", "b2"]),
+        id="withdrawn-claims-are-neither-matched-nor-listed",
+    ),
+]
+
+
+@pytest.mark.parametrize(("a", "b", "expected"), MATCH_ROWS)
+def test_claims_are_matched_across_two_responses(a, b, expected):
+    assert match_claims(a, b) == expected
+
+
+# --- run-level figures: "shown for both runs and their difference, computed over the
+# comparable pairs only, with the counts of pairs left out" ----------------------------------
+
+
+def figures_of(*labels: str, gaps: tuple = ()) -> dict:
+    claims = [claim(f"c{i}", label) for i, label in enumerate(labels)]
+    expectation = {
+        "required_facts": [{"fact_id": "G1"}],
+        "known_gaps": [{"gap_id": gap} for gap in gaps],
+        "relevant_refs": [],
+    }
+    return response_figures(
+        reviewed=True, expectation=expectation, claims=claims, ranked=[], doc_of={},
+        source=Source(),
+    )  # fmt: skip
+
+
+def test_the_difference_is_b_minus_a_and_undefined_when_either_is():
+    comparison = Comparison(
+        Run(run_id="a"), Run(run_id="b"), Source(),
+        [Pair("Q1", True, []), Pair("Q2", False, ["case_missing"])],
+        run_totals([figures_of("supported", "unsupported", "partial", gaps=("X1",))]),
+        run_totals([figures_of("supported", "supported", "partial", "partial")]),
+    )  # fmt: skip
+    difference = comparison.difference()
+    assert difference["support"] == round(2 / 4 - 1 / 3, 4)
+    assert difference["support_or_partial"] == round(4 / 4 - 2 / 3, 4)
+    assert difference["support_assessed"] == round(2 / 4 - 1 / 3, 4)
+    assert difference["honest_misses"] is None  # a known gap in run a only
+    assert difference["citation_precision"] is None  # no judged citation in either run
+    document = comparison.as_json()
+    assert document["left_out"] == 1
+    assert document["metrics"]["pairs"] == 1
+    assert document["metrics"]["a"]["support"]["k"] == 1
+    assert document["metrics"]["b"]["support"]["n"] == 4
+    assert document["metrics"]["difference"] == difference
+    assert (document["run_a"], document["run_b"], document["verdicts_from"]) == (
+        "a", "b", "default",
+    )  # fmt: skip
+
+
+def test_a_pair_lists_its_facts_and_claims_in_the_cli_shape():
+    pair = Pair(
+        "Q1", True, [], facts={"G1": FactChange("partial", "supported")},
+        matched=[("a1", "b1")], only_a=["a2"], only_b=[],
+    )  # fmt: skip
+    assert pair.as_json() == {
+        "case_id": "Q1", "comparable": True, "reasons": [], "notes": [],
+        "facts": {"G1": {"a": "partial", "b": "supported", "change": "improved"}},
+        "claims": {"matched": [["a1", "b1"]], "only_a": ["a2"], "only_b": []},
+    }  # fmt: skip
+    assert pair.changes == {"improved"}
+
+
+# --- comparable: "every ref that either response cites, or that is relevant, has the same
+# SHA-256 in both runs" (through two imported runs) -----------------------------------------
+
+
+def import_run(run_id: str, snapshot: str, *, changed: tuple[int, ...] = ()) -> None:
+    """One case whose relevant refs are c0 (cited) and c2 (not cited); c3 is only retrieved.
+    The passages numbered in `changed` get another text in this run."""
+    lines = synthetic_bundle(run_id=run_id, cases=1, passages=4, claims=1, snapshot=snapshot)
+    for line in lines:
+        if line["kind"] == "case":
+            line["relevant_refs"] = ["doc0@v1#c0", "doc0@v1#c2"]
+        if line["kind"] == "passage" and int(line["chunk_id"][1:]) in changed:
+            line["text"] = "A rewritten passage: the limit is 99 units."
+            line["sha256"] = text_sha256(line["text"])
+    import_bytes(bundle_bytes(*lines))
+
+
+def compare(a: str, b: str):
+    runs = Run.objects.select_related("snapshot")
+    return compare_runs(run_a=runs.get(run_id=a), run_b=runs.get(run_id=b), source=CONSENSUS)
+
+
+@pytest.mark.parametrize(
+    ("changed", "drifted_ref"),
+    [
+        pytest.param((0,), "doc0@v1#c0", id="a-cited-ref-that-drifted"),
+        pytest.param((2,), "doc0@v1#c2", id="a-relevant-ref-that-drifted-though-not-cited"),
+    ],
+)
+def test_a_pair_is_not_comparable_when_a_cited_or_relevant_ref_drifted(
+    project, changed, drifted_ref
+):
+    import_run("r1", "kb@1")
+    import_run("r2", "kb@2", changed=changed)
+    [pair] = compare("r1", "r2").pairs
+    assert pair.comparable is False
+    [reason] = pair.reasons
+    assert reason.startswith(f"passage_drift: {drifted_ref} ")
+    old = Run.objects.get(run_id="r1").snapshot.passages.get(ref=drifted_ref).sha256
+    new = Run.objects.get(run_id="r2").snapshot.passages.get(ref=drifted_ref).sha256
+    assert reason == f"passage_drift: {drifted_ref} {old}→{new}"
+
+
+def test_a_drifted_passage_neither_cited_nor_relevant_leaves_the_pair_comparable(project):
+    import_run("r1", "kb@1")
+    import_run("r2", "kb@2", changed=(3,))
+    comparison = compare("r1", "r2")
+    [pair] = comparison.pairs
+    assert (pair.comparable, pair.reasons) == (True, [])
+    assert comparison.left_out == 0
+    assert comparison.metrics_a["micro"]["support"].n == 1
+
+
+def test_figures_are_computed_over_the_comparable_pairs_only(project):
+    for run_id, snapshot, changed in (("r1", "kb@1", ()), ("r2", "kb@2", (0,))):
+        lines = synthetic_bundle(run_id=run_id, cases=2, claims=1, snapshot=snapshot)
+        for line in lines:
+            if line["kind"] == "passage" and line["ref"] == "doc0@v1#c0" and changed:
+                line["text"] = "A rewritten passage."
+                line["sha256"] = text_sha256(line["text"])
+        import_bytes(bundle_bytes(*lines))
+    comparison = compare("r1", "r2")
+    assert [(p.case_id, p.comparable) for p in comparison.pairs] == [
+        ("case-0", False), ("case-1", True),
+    ]  # fmt: skip
+    assert comparison.left_out == 1
+    assert comparison.metrics_a["responses"] == comparison.metrics_b["responses"] == 1
+    assert comparison.metrics_a["micro"]["support"].n == 1
+
+
+def test_a_cached_comparison_follows_every_new_claim_verdict_and_review_mark(project, reviewer):
+    # The side-by-side page caches the comparison: it must never show figures older than the
+    # newest revision or review mark of either run.
+    import_run("r1", "kb@1")
+    import_run("r2", "kb@2")
+    run_a, run_b = (Run.objects.select_related("snapshot").get(run_id=r) for r in ("r1", "r2"))
+    response = Response.objects.get(run=run_b)
+    claim = Claim.objects.get(response=response)
+
+    def cached(source: Source = CONSENSUS) -> dict:
+        return compare_runs_cached(run_a=run_a, run_b=run_b, source=source).as_json()
+
+    def fresh(source: Source = CONSENSUS) -> dict:
+        return compare_runs(run_a=run_a, run_b=run_b, source=source).as_json()
+
+    seen = [cached()]
+    for change in (
+        lambda: judge(claim, reviewer, "unsupported", "Passage 0 says 11 units."),
+        lambda: claim_create(response=response, author=reviewer, text="More.", spans=[(0, 5)]),
+        lambda: response_mark_complete(response=response, author=reviewer, complete=False),
+    ):
+        change()
+        assert cached() == fresh() != seen[-1]
+        seen.append(cached())
+    assert cached(Source()) == fresh(Source()) != cached()

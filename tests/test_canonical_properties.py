@@ -1,0 +1,209 @@
+"""Canonical JSON and the revision hashes (audit-package.md, "Rules"), pinned and by property.
+
+"Canonical JSON: keys sorted, separators `,` and `:` without spaces, non-ASCII kept as
+UTF-8, times in UTC RFC 3339 with microseconds."
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import re
+import time
+from datetime import UTC, datetime, timedelta, timezone
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from cards.chain import claim_revision_document, seal, verdict_revision_document
+from evidence.canonical import canonical_json, rfc3339, sha256_hex, text_sha256
+
+MOMENT = datetime(2026, 10, 1, 12, 0, 0, 123456, tzinfo=UTC)
+TEXT = "Rückgabe binnen 14 Tagen – außer Sale 📦"  # ü, en dash, ß, and a character beyond the BMP
+
+# The bytes written by hand: keys in order, no space, `"` and newline escaped as JSON does,
+# ü = c3 bc, – = e2 80 93, ß = c3 9f, 📦 = f0 9f 93 a6, ë = c3 ab (UTF-8, no \u escapes).
+CANONICAL = (
+    b'{"author":"zo\xc3\xab","case_id":"Q-017","citations":["D-01@returns-v4#p04"],'
+    b'"claim_id":"c1","created_at":"2026-10-01T12:00:00.123456Z","facts":["G1"],"gaps":[],'
+    b'"kind":"factual","origin":"review","prev_sha256":null,"project":"demo",'
+    b'"reason":"Says \\"14\\"\\n","run_id":"q017-r1","seq":1,"spans":[[0,36]],'
+    b'"text":"R\xc3\xbcckgabe binnen 14 Tagen \xe2\x80\x93 au\xc3\x9fer Sale \xf0\x9f\x93\xa6",'
+    b'"type":"claim_revision","withdrawn":false}'
+)
+# The SHA-256 of those bytes, computed outside Python (printf … | sha256sum).
+PINNED = "e96222ab292fe6bb3e6c73afa8458a41086c3db10ca62e7b622e48ef3b3b4119"
+
+
+def document(**changes) -> dict:
+    fields = {
+        "project": "demo", "run_id": "q017-r1", "case_id": "Q-017", "claim_id": "c1", "seq": 1,
+        "text": TEXT, "kind": "factual", "spans": [(0, 36)], "citations": ["D-01@returns-v4#p04"],
+        "facts": ["G1"], "gaps": [], "withdrawn": False, "reason": 'Says "14"\n',
+        "annotator": "zoë", "origin": "review", "created_at": MOMENT, "prev_sha256": None,
+    }  # fmt: skip
+    return claim_revision_document(**fields | changes)
+
+
+def test_a_revision_with_non_ascii_text_has_the_pinned_canonical_bytes_and_hash():
+    assert canonical_json(document()) == CANONICAL
+    assert hashlib.sha256(CANONICAL).hexdigest() == PINNED
+    assert seal(document()) == PINNED
+
+
+def test_a_time_in_another_zone_is_written_in_utc_with_microseconds():
+    berlin = MOMENT.astimezone(timezone(timedelta(hours=2)))
+    assert seal(document(created_at=berlin)) == PINNED
+    assert rfc3339(datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)) == "2026-01-02T03:04:05.000000Z"
+    assert rfc3339(None) is None
+
+
+@pytest.fixture
+def server_in_berlin(monkeypatch):
+    monkeypatch.setenv("TZ", "Europe/Berlin")
+    time.tzset()
+    yield
+    monkeypatch.undo()
+    time.tzset()
+
+
+def test_a_time_is_written_in_utc_whatever_the_servers_time_zone(server_in_berlin):
+    assert rfc3339(MOMENT) == "2026-10-01T12:00:00.123456Z"
+    assert seal(document()) == PINNED
+
+
+@pytest.mark.parametrize(
+    "change",
+    [
+        {"text": TEXT + " "},
+        {"seq": 2},
+        {"withdrawn": True},
+        {"prev_sha256": "0" * 64},
+        {"annotator": "zoe"},
+        {"spans": [(0, 35)]},
+        {"gaps": ["X1"]},
+        {"reason": "Says 14"},
+        {"created_at": MOMENT + timedelta(microseconds=1)},
+        {"kind": "abstention"},
+    ],
+    ids=lambda change: next(iter(change)),
+)
+def test_any_change_to_a_revision_changes_its_hash(change):
+    assert seal(document(**change)) != PINNED
+
+
+VERDICT_CANONICAL = (
+    b'{"association":"attached","author":"zo\xc3\xab","case_id":"Q-017",'
+    b'"citation_relevance":{"a":"irrelevant","b":"necessary"},"claim_id":"c1",'
+    b'"contradicts":false,"created_at":"2026-10-01T12:00:00.123456Z",'
+    b'"diagnosis":"qualifier_dropped","note":"","origin":"review",'
+    b'"prev_sha256":"' + PINNED.encode() + b'","project":"demo",'
+    b'"reason":"Gr\xc3\xb6\xc3\x9fe fehlt.","run_id":"q017-r1","seq":2,'
+    b'"stated_at":"2026-09-30T08:00:00.000000Z","supersedes":1,"support":"partial",'
+    b'"type":"verdict_revision"}'
+)
+VERDICT_PINNED = "7913d90e1d0f4ef04970cd33155d66b97b354b84f972965c21eab9b40ab320a8"
+
+
+def verdict(**changes) -> dict:
+    fields = {
+        "project": "demo", "run_id": "q017-r1", "case_id": "Q-017", "claim_id": "c1", "seq": 2,
+        "annotator": "zoë", "origin": "review", "association": "attached", "support": "partial",
+        "contradicts": False, "reason": "Größe fehlt.", "diagnosis": "qualifier_dropped",
+        "citation_relevance": {"b": "necessary", "a": "irrelevant"}, "note": "",
+        "stated_at": datetime(2026, 9, 30, 8, tzinfo=UTC), "supersedes": 1,
+        "created_at": MOMENT, "prev_sha256": PINNED,
+    }  # fmt: skip
+    return verdict_revision_document(**fields | changes)
+
+
+def test_a_verdict_revision_has_the_pinned_canonical_bytes_and_hash():
+    assert canonical_json(verdict()) == VERDICT_CANONICAL
+    assert hashlib.sha256(VERDICT_CANONICAL).hexdigest() == VERDICT_PINNED
+    assert seal(verdict()) == VERDICT_PINNED
+
+
+def test_a_verdict_without_diagnosis_or_statement_time_writes_null():
+    document = verdict(diagnosis="", stated_at=None, supersedes=None)
+    assert (document["diagnosis"], document["stated_at"], document["supersedes"]) == (
+        None, None, None,
+    )  # fmt: skip
+
+
+def test_a_passage_hash_is_of_its_utf8_bytes_without_normalisation():
+    composed, decomposed = "é", "e\u0301"
+    assert text_sha256(composed) == hashlib.sha256(b"\xc3\xa9").hexdigest()
+    assert text_sha256(decomposed) == hashlib.sha256(b"e\xcc\x81").hexdigest()
+    assert sha256_hex(b"") == "e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"
+
+
+@pytest.mark.parametrize("value", [math.nan, math.inf, -math.inf])
+def test_canonical_json_refuses_what_json_cannot_spell(value):
+    with pytest.raises(ValueError):
+        canonical_json({"x": value})
+
+
+# --- properties ---------------------------------------------------------------------------
+
+scalars = (
+    st.none() | st.booleans() | st.integers() | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text()
+)  # fmt: skip
+json_values = st.recursive(
+    scalars,
+    lambda children: (
+        st.lists(children, max_size=4) | st.dictionaries(st.text(), children, max_size=4)
+    ),
+    max_leaves=20,
+)
+STRING = re.compile(rb'"(?:[^"\\]|\\.)*"')
+
+
+@given(json_values)
+def test_canonical_json_round_trips(value):
+    encoded = canonical_json(value)
+    assert json.loads(encoded.decode("utf-8")) == value
+    assert canonical_json(json.loads(encoded)) == encoded
+
+
+@given(json_values)
+def test_canonical_json_has_no_space_outside_strings(value):
+    outside = STRING.sub(b"", canonical_json(value))
+    assert not re.search(rb"\s", outside)
+
+
+def sorted_pairs(pairs: list[tuple[str, object]]) -> dict:
+    keys = [key for key, _ in pairs]
+    assert keys == sorted(keys)
+    return dict(pairs)
+
+
+@given(json_values)
+def test_canonical_json_sorts_keys_at_every_level(value):
+    json.loads(canonical_json(value), object_pairs_hook=sorted_pairs)
+
+
+@given(st.dictionaries(st.text(), st.integers(), min_size=2), st.randoms())
+def test_canonical_json_does_not_depend_on_insertion_order(mapping, random):
+    items = list(mapping.items())
+    random.shuffle(items)
+    assert canonical_json(dict(items)) == canonical_json(mapping)
+
+
+@given(st.text(st.characters(min_codepoint=0x80, codec="utf-8")))
+def test_non_ascii_is_kept_as_utf8(text):
+    assert canonical_json(text) == b'"' + text.encode("utf-8") + b'"'
+
+
+@given(st.text())
+def test_a_text_is_written_with_json_escapes_only_where_json_requires_them(text):
+    encoded = canonical_json({"t": text})
+    assert encoded.startswith(b'{"t":"') and encoded.endswith(b'"}')
+    body = encoded[6:-2]
+    unescaped = re.sub(rb'\\(["\\/bfnrt]|u[0-9a-f]{4})', b"", body)
+    assert b"\\" not in unescaped and b'"' not in unescaped
+    # Only the characters JSON cannot carry raw (quote, backslash, controls) are escaped.
+    raw = [c for c in text if c not in '"\\' and ord(c) >= 0x20]
+    assert all(c.encode("utf-8") in body for c in raw)
