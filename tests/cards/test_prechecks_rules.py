@@ -106,6 +106,12 @@ ROWS = [
         {"c1": ["cites_superseded_version", "citation_not_retrieved"]},
         id="a-superseded-passage-cited-and-not-retrieved-gets-both-codes",
     ),
+    pytest.param(
+        response(retrieved=(A,), claims=(factual("c1", "X.", "ghost"),)),
+        {},
+        {"c1": ["citation_not_retrieved"]},
+        id="a-claim-citing-a-passage-never-stored-is-not-superseded",
+    ),
     # `number_not_in_evidence`, per response: "a number in the answer appears in none of
     # the retrieved passages"
     pytest.param(
