@@ -13,6 +13,7 @@ from cards.blind import blind_for
 from cards.models import Assignment, Claim, ClaimRevision, Origin, VerdictRevision
 from cards.prechecks import ClaimFacts, PassageFacts, ResponseFacts, prechecks
 from cards.progress import latest_review_complete, reviewed_condition
+from cards.rules import masked, sentences
 from cards.verdicts import current as current_verdict
 from cards.verdicts import newest_labels
 from evidence.drift import drifted_from
@@ -301,8 +302,6 @@ def answer_pieces(
     return pieces, unplaced
 
 
-# A sentence ends at . ! ? followed by blanks, the end, or a masked marker ("items.[D-01] Your").
-SENTENCE_END = re.compile(r"[.!?](?:[\s\0]+|$)")
 CONJUNCTION = re.compile(r",?\s+(?:and|but|while|whereas)\s+|;\s+", re.IGNORECASE)
 
 
@@ -315,18 +314,10 @@ class Suggestion:
 
 def suggest_claims(text: str, marker_spans: list[tuple[int, int]]) -> list[Suggestion]:
     """Sentences of the answer (markers left out), each with its split at conjunctions."""
-    masked = list(text)
-    for start, end in marker_spans:
-        for i in range(start, min(end, len(masked))):
-            masked[i] = "\0"
-    plain = "".join(masked)
+    plain = masked(text, marker_spans)
     suggestions = []
-    start = 0
-    for match in SENTENCE_END.finditer(plain):
-        suggestions.extend(_sentence(plain, start, match.end()))
-        start = match.end()
-    if start < len(plain):
-        suggestions.extend(_sentence(plain, start, len(plain)))
+    for start, end in sentences(text, marker_spans):
+        suggestions.extend(_sentence(plain, start, end))
     return suggestions
 
 

@@ -11,7 +11,6 @@ cross-table trigger refuse anything that slips past.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -35,7 +34,7 @@ from cards.models import (
     Support,
     VerdictRevision,
 )
-from cards.rules import association_problem, default_association
+from cards.rules import association_problem, default_association, refs_for_spans
 from cards.selectors import citable_refs
 from evidence.models import Membership
 from replay.models import Response
@@ -115,36 +114,13 @@ def _clean_spans(spans: Sequence[Sequence[int]], text: str) -> list[list[int]]:
 
 
 def citations_within(response: Response, spans: Sequence[Sequence[int]]) -> list[str]:
-    """Refs of the markers inside a span, or right after one.
-
-    Markers usually follow the sentence they support: "… final-sale items.[D-01]",
-    "… (see [1][2])". Between the span and the marker there may be only blanks,
-    punctuation and other markers.
-    """
-    text = response.text
+    """Refs of the markers a claim made of `spans` takes (`cards.rules.refs_for_spans`)."""
     markers = [
-        c for c in response.citations.select_related("passage").order_by("position")
+        (c.start, c.end, c.passage.ref)
+        for c in response.citations.select_related("passage").order_by("position")
         if c.start is not None
-    ]  # fmt: skip
-    covered = [False] * len(text)
-    for c in markers:
-        for i in range(c.start, c.end):
-            covered[i] = True
-    refs: list[str] = []
-    for citation in markers:
-        for start, end in spans:
-            overlaps = citation.start < end and citation.end > start
-            follows = citation.start >= end and all(
-                covered[i] or _filler(text[i]) for i in range(end, citation.start)
-            )
-            if overlaps or follows:
-                refs.append(citation.passage.ref)
-                break
-    return list(dict.fromkeys(refs))
-
-
-def _filler(char: str) -> bool:
-    return char.isspace() or unicodedata.category(char).startswith("P")
+    ]
+    return refs_for_spans(response.text, markers, spans)
 
 
 def _check_links(response: Response, *, facts, gaps, citations) -> None:
