@@ -13,7 +13,7 @@ from cards.blind import blind_for
 from cards.models import Assignment, Claim, ClaimRevision, Origin, VerdictRevision
 from cards.prechecks import ClaimFacts, PassageFacts, ResponseFacts, prechecks
 from cards.progress import latest_review_complete, reviewed_condition
-from cards.rules import masked, sentences
+from cards.rules import masked, refs_for_spans, sentences
 from cards.verdicts import current as current_verdict
 from cards.verdicts import newest_labels
 from evidence.drift import drifted_from
@@ -53,6 +53,9 @@ class Card:
     attached: list[Passage]
     hints: list[str]
     rereview: list[tuple[str, str]] = field(default_factory=list)  # (ref, newer snapshot)
+    # Refs of the markers the claim's spans take (cards.rules.refs_for_spans), offered for
+    # one-click attaching while the claim cites nothing.
+    offered_refs: list[str] = field(default_factory=list)
 
     @property
     def withdrawn(self) -> bool:
@@ -178,6 +181,10 @@ def review_page(*, run: Run, case_id: str, membership: Membership) -> ReviewPage
         card.rereview = [
             (ref, drifted[ref]) for ref in card.revision.citations if drifted.get(ref)
         ]
+    markers = [(c.start, c.end, c.passage.ref) for c in citations if c.start is not None]
+    for card in cards:
+        if not card.withdrawn and not card.revision.citations and card.revision.spans:
+            card.offered_refs = refs_for_spans(response.text, markers, card.revision.spans)
     pieces, unplaced = answer_pieces(response.text, citations, cards)
     expectation = response.expectation
     return ReviewPage(

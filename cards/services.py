@@ -231,6 +231,26 @@ def claim_revise(
     )  # fmt: skip
 
 
+def claim_cite_sentence(
+    *, claim: Claim, author: AbstractBaseUser, seen_claim_seq: int, ref: str
+) -> ClaimRevision:
+    """Attach one citation its sentence offers to a claim, in one action (a claim revision).
+
+    Only a ref that `citations_within` gives the claim's spans is accepted, so the reason
+    written for the reviewer states what happened.
+    """
+    current = ClaimRevision.objects.filter(claim=claim).order_by("-seq").first()
+    if ref in current.citations:
+        raise ValidationError({"citations": f"{ref} is attached already."})
+    if ref not in citations_within(claim.response, current.spans):
+        raise ValidationError({"citations": f"{ref} is not cited by this claim's sentence."})
+    return claim_revise(
+        claim=claim, author=author, seen_claim_seq=seen_claim_seq,
+        citations=[*current.citations, ref],
+        reason=f"Attached the citation of its sentence: {ref}.",
+    )  # fmt: skip
+
+
 @transaction.atomic
 def verdict_save(
     *, claim: Claim, author: AbstractBaseUser, support: str, reason: str,
