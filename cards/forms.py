@@ -28,7 +28,10 @@ class SpansField(forms.CharField):
 
 class ClaimAddForm(forms.Form):
     text = forms.CharField(
-        label="Claim", max_length=5000, widget=forms.Textarea(attrs={"rows": 2})
+        label="Claim",
+        max_length=5000,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        error_messages={"required": "The claim text is required: write it out, not only blanks."},
     )
     spans = SpansField(
         label="Spans", required=False, help_text="Offsets in the answer, e.g. 0-29, 36-69."
@@ -47,7 +50,10 @@ class ClaimReviseForm(ClaimAddForm):
     citations = forms.MultipleChoiceField(label="Attached citations", required=False)
     withdrawn = forms.BooleanField(label="Withdraw this claim", required=False)
     reason = forms.CharField(
-        label="Reason", max_length=20000, widget=forms.Textarea(attrs={"rows": 2})
+        label="Reason",
+        max_length=20000,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        error_messages={"required": "A reason for the change is required: say why."},
     )
     seen_claim_seq = forms.IntegerField(widget=forms.HiddenInput)
 

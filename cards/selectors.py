@@ -13,6 +13,7 @@ from cards.blind import Sighted, hidden_from, sightings
 from cards.models import Assignment, Claim, ClaimRevision, Origin, VerdictRevision
 from cards.prechecks import ClaimFacts, PassageFacts, ResponseFacts, prechecks
 from cards.progress import latest_review_complete
+from cards.rules import masked, refs_for_spans, sentences
 from cards.verdicts import current as current_verdict
 from cards.verdicts import is_informed, newest_labels
 from evidence.drift import drifted_from
@@ -52,6 +53,9 @@ class Card:
     attached: list[Passage]
     hints: list[str]
     rereview: list[tuple[str, str]] = field(default_factory=list)  # (ref, newer snapshot)
+    # Refs of the markers the claim's spans take (cards.rules.refs_for_spans), offered for
+    # one-click attaching while the claim cites nothing.
+    offered_refs: list[str] = field(default_factory=list)
 
     @property
     def withdrawn(self) -> bool:
@@ -191,6 +195,10 @@ def review_page(*, run: Run, case_id: str, membership: Membership) -> ReviewPage
         card.rereview = [
             (ref, drifted[ref]) for ref in card.revision.citations if drifted.get(ref)
         ]
+    markers = [(c.start, c.end, c.passage.ref) for c in citations if c.start is not None]
+    for card in cards:
+        if not card.withdrawn and not card.revision.citations and card.revision.spans:
+            card.offered_refs = refs_for_spans(response.text, markers, card.revision.spans)
     pieces, unplaced = answer_pieces(response.text, citations, cards)
     expectation = response.expectation
     return ReviewPage(
@@ -318,8 +326,6 @@ def answer_pieces(
     return pieces, unplaced
 
 
-# A sentence ends at . ! ? followed by blanks, the end, or a masked marker ("items.[D-01] Your").
-SENTENCE_END = re.compile(r"[.!?](?:[\s\0]+|$)")
 CONJUNCTION = re.compile(r",?\s+(?:and|but|while|whereas)\s+|;\s+", re.IGNORECASE)
 
 
@@ -332,18 +338,10 @@ class Suggestion:
 
 def suggest_claims(text: str, marker_spans: list[tuple[int, int]]) -> list[Suggestion]:
     """Sentences of the answer (markers left out), each with its split at conjunctions."""
-    masked = list(text)
-    for start, end in marker_spans:
-        for i in range(start, min(end, len(masked))):
-            masked[i] = "\0"
-    plain = "".join(masked)
+    plain = masked(text, marker_spans)
     suggestions = []
-    start = 0
-    for match in SENTENCE_END.finditer(plain):
-        suggestions.extend(_sentence(plain, start, match.end()))
-        start = match.end()
-    if start < len(plain):
-        suggestions.extend(_sentence(plain, start, len(plain)))
+    for start, end in sentences(text, marker_spans):
+        suggestions.extend(_sentence(plain, start, end))
     return suggestions
 
 

@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import random
 import re
-import unicodedata
 from collections import defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -41,7 +40,7 @@ from cards.models import (
     VerdictRevision,
 )
 from cards.queue import claims_without_verdict
-from cards.rules import association_problem, default_association
+from cards.rules import association_problem, default_association, refs_for_spans
 from cards.selectors import citable_refs
 from evidence.models import AssignmentMode, Membership, Project
 from replay.models import Response, Run
@@ -121,36 +120,13 @@ def _clean_spans(spans: Sequence[Sequence[int]], text: str) -> list[list[int]]:
 
 
 def citations_within(response: Response, spans: Sequence[Sequence[int]]) -> list[str]:
-    """Refs of the markers inside a span, or right after one.
-
-    Markers usually follow the sentence they support: "… final-sale items.[D-01]",
-    "… (see [1][2])". Between the span and the marker there may be only blanks,
-    punctuation and other markers.
-    """
-    text = response.text
+    """Refs of the markers a claim made of `spans` takes (`cards.rules.refs_for_spans`)."""
     markers = [
-        c for c in response.citations.select_related("passage").order_by("position")
+        (c.start, c.end, c.passage.ref)
+        for c in response.citations.select_related("passage").order_by("position")
         if c.start is not None
-    ]  # fmt: skip
-    covered = [False] * len(text)
-    for c in markers:
-        for i in range(c.start, c.end):
-            covered[i] = True
-    refs: list[str] = []
-    for citation in markers:
-        for start, end in spans:
-            overlaps = citation.start < end and citation.end > start
-            follows = citation.start >= end and all(
-                covered[i] or _filler(text[i]) for i in range(end, citation.start)
-            )
-            if overlaps or follows:
-                refs.append(citation.passage.ref)
-                break
-    return list(dict.fromkeys(refs))
-
-
-def _filler(char: str) -> bool:
-    return char.isspace() or unicodedata.category(char).startswith("P")
+    ]
+    return refs_for_spans(response.text, markers, spans)
 
 
 def _check_links(response: Response, *, facts, gaps, citations) -> None:
@@ -258,6 +234,26 @@ def claim_revise(
         claim=claim, head=head, author=author, text=new_text, kind=new_kind, spans=new_spans,
         citations=new_citations, facts=new_facts, gaps=new_gaps,
         withdrawn=current.withdrawn if withdrawn is None else withdrawn, reason=reason,
+    )  # fmt: skip
+
+
+def claim_cite_sentence(
+    *, claim: Claim, author: AbstractBaseUser, seen_claim_seq: int, ref: str
+) -> ClaimRevision:
+    """Attach one citation its sentence offers to a claim, in one action (a claim revision).
+
+    Only a ref that `citations_within` gives the claim's spans is accepted, so the reason
+    written for the reviewer states what happened.
+    """
+    current = ClaimRevision.objects.filter(claim=claim).order_by("-seq").first()
+    if ref in current.citations:
+        raise ValidationError({"citations": f"{ref} is attached already."})
+    if ref not in citations_within(claim.response, current.spans):
+        raise ValidationError({"citations": f"{ref} is not cited by this claim's sentence."})
+    return claim_revise(
+        claim=claim, author=author, seen_claim_seq=seen_claim_seq,
+        citations=[*current.citations, ref],
+        reason=f"Attached the citation of its sentence: {ref}.",
     )  # fmt: skip
 
 

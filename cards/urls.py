@@ -15,6 +15,7 @@ urlpatterns = [
     path(f"{case}claims/suggest/", review.claim_suggestions, name="claim_suggestions"),
     path(f"{case}claims/<str:key>/revise/", review.claim_change, name="claim_change"),
     path(f"{case}claims/<str:key>/verdict/", review.verdict_add, name="verdict_add"),
+    path(f"{case}claims/<str:key>/attach/", review.claim_attach, name="claim_attach"),
     path(f"{case}complete/", review.review_complete, name="review_complete"),
     path(f"{case}submit/", work.case_submit, name="case_submit"),
     path("p/<slug:slug>/work/", work.my_work, name="my_work"),

@@ -235,7 +235,11 @@ def demo_sqlite(request, tmp_path_factory) -> Path:
             connection.connection.backup(target)
     else:
         subprocess.run([*manage, "migrate", "-v0"], env=env, cwd=ROOT, check=True)
-    subprocess.run([*manage, "load_demo"], env=env, cwd=ROOT, check=True, capture_output=True)
+    done = subprocess.run(
+        [*manage, "load_demo"], env=env, cwd=ROOT, capture_output=True, text=True
+    )
+    if done.returncode:
+        raise RuntimeError(f"load_demo failed on the demo file:\n{done.stderr[-400:]}")
     return path
 
 

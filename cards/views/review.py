@@ -1,10 +1,21 @@
-"""The case review page and its actions. Each action works as an HTMX swap and as a plain post."""
+"""The case review page and its actions. Each action works as an HTMX swap and as a plain post.
+
+An HTMX action answers with the fragments it changed, swapped where they are: the
+page, the answer and whatever else was typed stay. A refused one (400, 403, 409)
+shows its message in the form or card it came from, with what was typed kept.
+
+A plain post always redirects, so reloading the page it leads to never posts again.
+A refused plain post keeps its message and what was typed in the session, and the
+page shows them once, in the form or card the post came from.
+"""
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
+
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
-from django.http import HttpResponse
+from django.http import HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_POST
@@ -14,6 +25,7 @@ from cards.forms import ClaimAddForm, ClaimReviseForm, VerdictForm
 from cards.labels import DIAGNOSIS_HELP, SUPPORT_KEYS
 from cards.prechecks import PRECHECK_HELP
 from cards.selectors import (
+    Card,
     ReviewPage,
     claim_for,
     review_page,
@@ -21,6 +33,7 @@ from cards.selectors import (
 )
 from cards.services import (
     StaleCard,
+    claim_cite_sentence,
     claim_create,
     claim_revise,
     response_mark_complete,
@@ -30,6 +43,9 @@ from evidence.access import membership_for
 from evidence.http import HtmxHttpRequest
 from replay.selectors import run_for_project
 
+# The session key of a refused plain post: its message and what was typed, shown once.
+KEPT = "review-kept"
+
 
 def _page(request: HtmxHttpRequest, slug: str, run_id: str, case_id: str) -> ReviewPage:
     membership = membership_for(user=request.user, slug=slug)
@@ -37,15 +53,119 @@ def _page(request: HtmxHttpRequest, slug: str, run_id: str, case_id: str) -> Rev
     return review_page(run=run, case_id=case_id, membership=membership)
 
 
-def _case_url(page: ReviewPage, anchor: str = "") -> str:
+def _case_url(page: ReviewPage, anchor: str = "", *, name: str = "case_detail") -> str:
     response = page.response
     url = reverse(
-        "case_detail", args=[response.run.project.slug, response.run.run_id, response.case.case_id]
+        name, args=[response.run.project.slug, response.run.run_id, response.case.case_id]
     )
     return f"{url}#{anchor}" if anchor else url
 
 
-def _verdict_form(card, data=None, *, adjudicate: bool = False) -> VerdictForm:
+# --- what a refused plain post leaves for the page ---------------------------------------------
+
+
+def _keep(request: HtmxHttpRequest, response_id: int, *, action: str, **entry) -> None:
+    """Keep a plain post's outcome (a message, what was typed) for the page it redirects to."""
+    data = {k: request.POST.getlist(k) for k in request.POST if k != "csrfmiddlewaretoken"}
+    request.session[KEPT] = {"response": response_id, "action": action, "data": data, **entry}
+
+
+def _take_kept(request: HtmxHttpRequest, page: ReviewPage) -> dict | None:
+    """The kept entry of this case, once: a reload shows the page as it is."""
+    kept = request.session.pop(KEPT, None)
+    if not kept or kept.get("response") != page.response.pk:
+        return None
+    data = QueryDict(mutable=True)
+    for key, values in kept.get("data", {}).items():
+        data.setlist(key, values)
+    kept["data"] = data
+    return kept
+
+
+def _errors(exc: ValidationError) -> dict[str, list[str]]:
+    if hasattr(exc, "message_dict"):
+        return {field: list(errors) for field, errors in exc.message_dict.items()}
+    return {"__all__": list(exc.messages)}
+
+
+def _add_errors(form, errors: dict[str, list[str]]) -> None:
+    for name, messages_ in errors.items():
+        for message in messages_:
+            form.add_error(name if name in form.fields else None, message)
+
+
+def _joined(errors: dict[str, list[str]]) -> str:
+    return " ".join(message for messages_ in errors.values() for message in messages_)
+
+
+# --- suggestions -------------------------------------------------------------------------------
+
+
+@dataclass
+class SuggestionRow:
+    """One suggested claim as the page offers it: a sentence, or a part of one."""
+
+    number: str  # "2", or "1.2" for the second part of the first sentence
+    text: str
+    spans: str  # the hidden field's value, "0-131"
+    taken: str = ""  # the key of a claim that covers it already
+    error: str = ""
+    parts: list[SuggestionRow] = field(default_factory=list)
+
+    @property
+    def is_part(self) -> bool:
+        return "." in self.number
+
+    @property
+    def label(self) -> str:
+        if self.is_part:
+            sentence, part = self.number.split(".", 1)
+            return f"Part {part} of suggestion {sentence}"
+        return f"Suggested claim {self.number}"
+
+    @property
+    def button(self) -> str:
+        if self.is_part:
+            sentence, part = self.number.split(".", 1)
+            return f"Accept part {part} of suggestion {sentence}"
+        return f"Accept suggestion {self.number}"
+
+
+def _spans_value(spans) -> str:
+    return ",".join(f"{a}-{b}" for a, b in spans)
+
+
+def _suggestion_rows(page: ReviewPage, kept: dict | None = None) -> list[SuggestionRow]:
+    markers = [(c.start, c.end) for c in page.response.citations.all() if c.start is not None]
+    claimed = [(card.claim.key, card.revision.spans) for card in page.cards if not card.withdrawn]
+
+    def taken(spans) -> str:
+        for key, claim_spans in claimed:
+            if all(any(s <= a and b <= e for s, e in claim_spans) for a, b in spans):
+                return key
+        return ""
+
+    rows = []
+    for n, suggestion in enumerate(suggest_claims(page.response.text, markers), start=1):
+        row = SuggestionRow(
+            str(n), suggestion.text, _spans_value(suggestion.spans), taken(suggestion.spans)
+        )
+        row.parts = [
+            SuggestionRow(f"{n}.{m}", part.text, _spans_value(part.spans), taken(part.spans))
+            for m, part in enumerate(suggestion.parts, start=1)
+        ]
+        rows.append(row)
+    if kept and kept["action"] == "suggestion":
+        for one in [r for row in rows for r in (row, *row.parts)]:
+            if one.number == kept["data"].get("number"):
+                one.text, one.error, one.taken = kept["data"].get("text", ""), kept["message"], ""
+    return rows
+
+
+# --- the page ------------------------------------------------------------------------------------
+
+
+def _verdict_form(card: Card, data=None, *, adjudicate: bool = False) -> VerdictForm:
     # A lead's adjudications and own verdicts are two separate lines of revisions.
     own = card.mine_adjudication if adjudicate else card.mine
     initial = {
@@ -74,10 +194,49 @@ def _verdict_form(card, data=None, *, adjudicate: bool = False) -> VerdictForm:
     return form
 
 
-def _context(page: ReviewPage, **extra) -> dict:
+def _typed_form(page: ReviewPage, card: Card, data: QueryDict) -> VerdictForm:
+    """A refused verdict form, what was typed kept, against the fresh card.
+
+    An adjudication posted by someone who may not adjudicate comes back as their own
+    verdict form, so that the next save is one they may make.
+    """
+    adjudicate = data.get("adjudicate") == "True"
+    if adjudicate and not page.membership.can_lead:
+        data = data.copy()
+        data["adjudicate"], adjudicate = "", False
+    return _verdict_form(card, data, adjudicate=adjudicate)
+
+
+def _context(page: ReviewPage, *, kept: dict | None = None, **extra) -> dict:
+    """The page's context; `only` builds the forms of one card, `kept` shows a refused post."""
     expectation = page.response.expectation
     forms = extra.pop("forms", {})
     only = extra.pop("only", None)
+    add_form = extra.pop("add_form", None)
+    if kept is not None:
+        data, key, action = kept["data"], kept.get("key", ""), kept["action"]
+        if action == "verdict":
+            forms[key] = _typed_form(page, page.card(key), data)
+            _add_errors(forms[key], kept.get("errors", {}))
+        if action in {"verdict", "revise", "attach"}:
+            extra.setdefault("card_message", kept.get("message"))
+            extra.setdefault("card_message_key", key)
+        if action == "revise":
+            extra |= {"revise_key": key, "revise_data": data}
+        if action == "saved":
+            extra |= {"notice": kept.get("message"), "notice_key": key}
+        if action == "add":
+            add_form = ClaimAddForm(
+                data, fact_ids=expectation.fact_ids, gap_ids=expectation.gap_ids
+            )
+            add_form.is_valid()
+            _add_errors(add_form, kept.get("errors", {}))
+        if action == "merge":
+            extra |= {
+                "merge_text": data.get("text", ""),
+                "merge_picks": data.getlist("pick"),
+                "merge_error": kept.get("message"),
+            }
     for card in page.cards:
         if only is not None and card.claim.key != only:
             continue  # a partial shows one card: build no forms for the others
@@ -88,6 +247,8 @@ def _context(page: ReviewPage, **extra) -> dict:
         if page.membership.can_lead:
             fresh = _verdict_form(card, adjudicate=True)
             card.adjudicate_form = submitted if adjudicating else fresh
+    if extra.get("revise_key"):
+        extra["rv"] = _revise_values(page.card(extra["revise_key"]), extra.get("revise_data"))
     return {
         "project": page.response.run.project,
         "run": page.response.run,
@@ -96,13 +257,30 @@ def _context(page: ReviewPage, **extra) -> dict:
         # Partials render without the page's {% with %}: give them what they use.
         "response": page.response,
         "expectation": expectation,
-        "add_form": extra.pop("add_form", None)
+        "add_form": add_form
         or ClaimAddForm(fact_ids=expectation.fact_ids, gap_ids=expectation.gap_ids),
         "diagnoses": DIAGNOSIS_HELP,
         "support_keys": SUPPORT_KEYS,
         "precheck_help": PRECHECK_HELP,
         **extra,
     }
+
+
+def _revise_values(card: Card, data: QueryDict | None) -> dict:
+    """What the rewrite form shows: the claim as it is, or what a refused change typed."""
+    revision = card.revision
+    if data is None:
+        return {
+            "text": revision.text, "kind": revision.kind, "facts": revision.facts,
+            "gaps": revision.gaps, "citations": revision.citations,
+            "withdrawn": revision.withdrawn, "reason": "",
+        }  # fmt: skip
+    return {
+        "text": data.get("text", ""), "kind": data.get("kind", ""),
+        "facts": data.getlist("facts"), "gaps": data.getlist("gaps"),
+        "citations": data.getlist("citations"), "withdrawn": bool(data.get("withdrawn")),
+        "reason": data.get("reason", ""),
+    }  # fmt: skip
 
 
 @require_GET
@@ -112,9 +290,10 @@ def case_detail(request: HtmxHttpRequest, slug: str, run_id: str, case_id: str) 
     if revise:  # the rewrite form of one card, on demand (30 of them would double the page)
         card = page.card(revise)
         context = _context(page, card=card, revise_key=revise, only=revise)
-        template = "cards/review.html#card" if request.htmx else "cards/review.html"
+        template = "cards/review.html#revise" if request.htmx else "cards/review.html"
         return render(request, template, context)
-    return render(request, "cards/review.html", _context(page))
+    kept = _take_kept(request, page)
+    return render(request, "cards/review.html", _context(page, kept=kept))
 
 
 @require_GET
@@ -122,20 +301,31 @@ def claim_suggestions(
     request: HtmxHttpRequest, slug: str, run_id: str, case_id: str
 ) -> HttpResponse:
     page = _page(request, slug, run_id, case_id)
-    markers = [(c.start, c.end) for c in page.response.citations.all() if c.start is not None]
-    suggestions = suggest_claims(page.response.text, markers)
-    context = _context(page, suggestions=suggestions)
+    kept = None if request.htmx else _take_kept(request, page)
+    only = "" if request.htmx else None  # the partial shows no card: build no verdict form
+    context = _context(page, kept=kept, only=only, suggestions=_suggestion_rows(page, kept))
     template = "cards/review.html#suggestions" if request.htmx else "cards/review.html"
     return render(request, template, context)
 
 
+# --- actions -----------------------------------------------------------------------------------
+
+
 @require_POST
 def claim_add(request: HtmxHttpRequest, slug: str, run_id: str, case_id: str) -> HttpResponse:
+    """Add a claim from the add form, an accepted suggestion (or part), or merged suggestions."""
     page = _page(request, slug, run_id, case_id)
     expectation = page.response.expectation
-    form = ClaimAddForm(request.POST, fact_ids=expectation.fact_ids, gap_ids=expectation.gap_ids)
-    claim = None
-    if form.is_valid():
+    data = request.POST.copy()
+    origin = data.get("origin", "add")  # "add", "suggestion" or "merge": the form it came from
+    picks = data.getlist("pick")
+    if origin == "merge" and not data.get("spans"):
+        data["spans"] = ",".join(picks)  # the ticked suggestions' spans
+    form = ClaimAddForm(data, fact_ids=expectation.fact_ids, gap_ids=expectation.gap_ids)
+    claim, errors = None, {}
+    if origin == "merge" and not picks:
+        errors = {"__all__": ["Tick at least one suggestion to merge."]}
+    elif form.is_valid():
         try:
             claim = claim_create(
                 response=page.response,
@@ -147,16 +337,47 @@ def claim_add(request: HtmxHttpRequest, slug: str, run_id: str, case_id: str) ->
                 gaps=form.cleaned_data["gaps"],
             )
         except ValidationError as exc:
-            _add_errors(form, exc)
+            errors = _errors(exc)
     if claim is None:
-        return _render_page(request, page, status=400, add_form=form)
+        message = _joined({**form.errors, **errors}) if origin != "add" else ""
+        if not request.htmx:
+            _keep(request, page.response.pk, action=origin, errors=errors, message=message)
+            if origin == "add":
+                return redirect(_case_url(page, "add-claim"))
+            anchor = "merge-form" if origin == "merge" else f"suggestion-{data.get('number')}"
+            return redirect(_case_url(page, anchor, name="claim_suggestions"))
+        context = _context(page, only="")  # no card is shown: build no verdict form
+        if origin == "add":
+            _add_errors(form, errors)
+            context["add_form"] = form
+            template = "cards/review.html#add-claim"
+        elif origin == "merge":
+            context |= {"merge_text": data.get("text", ""), "merge_error": message}
+            template = "cards/review.html#merge"
+        else:
+            context["row"] = SuggestionRow(
+                data.get("number", ""), data.get("text", ""), data.get("spans", ""), error=message
+            )
+            template = "cards/review.html#suggestion"
+        # Only the form that was posted is swapped: the page and what was typed elsewhere stay.
+        response = render(request, template, context, status=400)
+        return reswap(retarget(response, "closest form"), "outerHTML")
     if not request.htmx:
         messages.success(request, f"Claim {claim.key} added.")
-        return redirect(_case_url(page, f"card-{claim.key}"))
+        if origin == "add":
+            return redirect(_case_url(page, f"card-{claim.key}"))
+        return redirect(_case_url(page, f"card-{claim.key}", name="claim_suggestions"))
     page = _page(request, slug, run_id, case_id)
-    context = _context(page, partial_messages=True)
-    response = render(request, "cards/review.html#workspace-swap", context)
-    return trigger_client_event(response, "claim-added", {"key": claim.key})
+    card = page.card(claim.key)
+    opened = bool(data.get("suggestions"))  # the suggestions are open: mark the accepted one
+    context = _context(
+        page, card=card, only=claim.key, suggestions=_suggestion_rows(page) if opened else None
+    )
+    response = render(request, "cards/review.html#claim-added", context)
+    return trigger_client_event(
+        response, "claim-added", {"key": claim.key, "number": data.get("number", "")},
+        after="settle",
+    )  # fmt: skip
 
 
 @require_POST
@@ -170,11 +391,11 @@ def claim_change(
     form = ClaimReviseForm(
         request.POST, fact_ids=expectation.fact_ids, gap_ids=expectation.gap_ids, refs=refs
     )
-    status = 200
+    status, message, revision = 200, "", None
     if form.is_valid():
         data = form.cleaned_data
         try:
-            claim_revise(
+            revision = claim_revise(
                 claim=card.claim,
                 author=request.user,
                 seen_claim_seq=data["seen_claim_seq"],
@@ -188,24 +409,63 @@ def claim_change(
                 withdrawn=data["withdrawn"],
             )
         except StaleCard as exc:
-            status = 409
-            messages.error(request, str(exc))
+            status, message = 409, str(exc)
         except ValidationError as exc:
-            status = 400
-            messages.error(request, "; ".join(_messages(exc)))
-        else:
-            messages.success(request, f"Claim {key} revised.")
+            status, message = 400, _joined(_errors(exc))
     else:
-        status = 400
-        messages.error(request, "; ".join(e for errs in form.errors.values() for e in errs))
-    if status == 200 and not request.htmx:
-        return redirect(_case_url(page, f"card-{key}"))
+        status, message = 400, _joined(form.errors)
+    return _card_answer(request, page, key, status, message, revision, action="revise")
+
+
+@require_POST
+def claim_attach(
+    request: HtmxHttpRequest, slug: str, run_id: str, case_id: str, key: str
+) -> HttpResponse:
+    """Attach a citation of the claim's sentence: one action on the card."""
     page = _page(request, slug, run_id, case_id)
-    # A refused change keeps what was typed, in the card's open revise form.
-    extra = {} if status == 200 else {"revise_key": key, "revise_data": request.POST}
-    template = "cards/review.html#workspace-swap" if request.htmx else "cards/review.html"
-    context = _context(page, partial_messages=bool(request.htmx), **extra)
-    return render(request, template, context, status=status)
+    card = page.card(key)
+    status, message, revision = 200, "", None
+    try:
+        seen = int(request.POST.get("seen_claim_seq", ""))
+    except ValueError:
+        status, message = 400, "This form is incomplete: reload the page."
+    else:
+        try:
+            revision = claim_cite_sentence(
+                claim=card.claim, author=request.user, seen_claim_seq=seen,
+                ref=request.POST.get("ref", ""),
+            )  # fmt: skip
+        except StaleCard as exc:
+            status, message = 409, str(exc)
+        except ValidationError as exc:
+            status, message = 400, _joined(_errors(exc))
+    return _card_answer(request, page, key, status, message, revision, action="attach")
+
+
+def _card_answer(
+    request: HtmxHttpRequest, page: ReviewPage, key: str, status: int, message: str,
+    revision, *, action: str,
+) -> HttpResponse:  # fmt: skip
+    """The answer to a claim change: its card swapped in place, or a redirect to it."""
+    notice = f"Claim {key} revised: revision {revision.seq}." if revision else ""
+    if not request.htmx:
+        if revision is not None:
+            messages.success(request, notice)
+            _keep(request, page.response.pk, action="saved", key=key, message=notice)
+        else:
+            _keep(request, page.response.pk, action=action, key=key, message=message)
+        return redirect(_case_url(page, f"card-{key}"))
+    page = review_page(run=page.response.run, case_id=page.response.case.case_id,
+                       membership=page.membership)  # fmt: skip
+    card = page.card(key)
+    extra = {"notice": notice, "notice_key": key} if revision else {}
+    if revision is None and action == "revise":
+        # A refused change keeps what was typed, in the card's open revise form.
+        extra = {"revise_key": key, "revise_data": request.POST}
+    context = _context(
+        page, card=card, only=key, card_message=message, card_message_key=key, **extra
+    )
+    return render(request, "cards/review.html#card-changed", context, status=status)
 
 
 @require_POST
@@ -214,13 +474,13 @@ def verdict_add(
 ) -> HttpResponse:
     membership = membership_for(user=request.user, slug=slug)
     run = run_for_project(project=membership.project, run_id=run_id)
-    claim, revision = claim_for(run=run, case_id=case_id, key=key)
+    claim, revision = claim_for(run=run, case_id=case_id, key=key)  # not the whole page yet
     form = VerdictForm(request.POST, refs=revision.citations)
-    status, message, refused = 200, None, None
+    status, message, errors, saved = 200, "", {}, None
     if form.is_valid():
         data = form.cleaned_data
         try:
-            verdict_save(
+            saved = verdict_save(
                 claim=claim,
                 author=request.user,
                 support=data["support"],
@@ -238,33 +498,36 @@ def verdict_add(
         except StaleCard as exc:
             status, message = 409, str(exc)
         except ValidationError as exc:
-            status, refused = 400, exc
+            status, errors = 400, _errors(exc)
         except PermissionDenied as exc:
             status, message = 403, str(exc)
     else:
         status = 400
-    if status == 200 and not request.htmx:
-        messages.success(request, f"Verdict on {key} saved.")
+    notice = f"Saved, revision {saved.seq}." if saved else ""
+    if not request.htmx:
+        if saved is not None:
+            messages.success(request, f"Verdict on {key} saved: revision {saved.seq}.")
+            _keep(request, claim.response_id, action="saved", key=key, message=notice)
+        else:
+            _keep(request, claim.response_id, action="verdict", key=key, errors=errors,
+                  message=message)  # fmt: skip
         return redirect(reverse("case_detail", args=[slug, run_id, case_id]) + f"#card-{key}")
     page = review_page(run=run, case_id=case_id, membership=membership)
     card = page.card(key)
     forms = {}
     if status != 200:
         # The fresh card, with what the person typed kept, so nothing is lost.
-        forms[key] = _verdict_form(
-            card, request.POST, adjudicate=form.data.get("adjudicate") == "True"
-        )
-        if refused is not None:
-            _add_errors(forms[key], refused)
+        forms[key] = _typed_form(page, card, request.POST)
+        _add_errors(forms[key], errors)
     context = _context(
-        page, forms=forms, card=card, card_message=message, card_message_key=key,
-        only=key if request.htmx else None,
+        page, forms=forms, card=card, card_message=message, card_message_key=key, only=key,
+        notice=notice, notice_key=key,
     )  # fmt: skip
-    if not request.htmx:
-        return render(request, "cards/review.html", context, status=status)
     response = render(request, "cards/review.html#card-swap", context, status=status)
-    if status == 200:
-        trigger_client_event(response, "verdict-saved", {"key": key})
+    if saved is not None:
+        # After the swap settles, so the script moves the focus among the new cards.
+        trigger_client_event(response, "verdict-saved", {"key": key, "seq": saved.seq},
+                             after="settle")  # fmt: skip
     return response
 
 
@@ -280,7 +543,7 @@ def review_complete(
         response_mark_complete(response=page.response, author=request.user, complete=complete)
     except ValidationError as exc:
         status = 400
-        messages.error(request, "; ".join(_messages(exc)))
+        messages.error(request, _joined(_errors(exc)))
     else:
         messages.success(
             request,
@@ -290,37 +553,17 @@ def review_complete(
             if complete
             else "Decomposition reopened.",
         )
-    if status == 200 and not request.htmx:
-        return redirect(_case_url(page))
+    if not request.htmx:
+        return redirect(_case_url(page, "review-status" if status != 200 else ""))
     page = _page(request, slug, run_id, case_id)
     if request.htmx and was_blind and not page.blind:
         # Blind review is over for this reviewer: every card changes, not only the status.
         context = _context(page, partial_messages=True)
         response = render(request, "cards/review.html#workspace-swap", context)
         return reswap(retarget(response, "#workspace"), "innerHTML")
-    template = "cards/review.html#status" if request.htmx else "cards/review.html"
     return render(
-        request, template, _context(page, partial_messages=bool(request.htmx)), status=status
+        request,
+        "cards/review.html#status",
+        _context(page, only="", partial_messages=True),
+        status=status,
     )
-
-
-def _render_page(
-    request: HtmxHttpRequest, page: ReviewPage, *, status: int, **extra
-) -> HttpResponse:
-    template = "cards/review.html#add-claim" if request.htmx else "cards/review.html"
-    return render(request, template, _context(page, **extra), status=status)
-
-
-def _messages(exc: ValidationError) -> list[str]:
-    if hasattr(exc, "message_dict"):
-        return [m for ms in exc.message_dict.values() for m in ms]
-    return list(exc.messages)
-
-
-def _add_errors(form, exc: ValidationError) -> None:
-    if hasattr(exc, "message_dict"):
-        for field, errors in exc.message_dict.items():
-            for error in errors:
-                form.add_error(field if field in form.fields else None, error)
-    else:
-        form.add_error(None, exc)

@@ -69,7 +69,12 @@
     if (!spans.length) {
       return;
     }
+    // The spans are a hidden field: derived from the selection, never typed.
     form.elements.spans.value = spans.map((s) => s[0] + "-" + s[1]).join(",");
+    const readout = document.getElementById("add-claim-selection");
+    if (readout) {
+      readout.textContent = "From the answer at " + spans.map((s) => s[0] + "–" + s[1]).join(", ");
+    }
     // The claim text starts as the selection without citation markers.
     form.elements.text.value = spans
       .map((s) => s[2].replace(/\[[^\]]{1,20}\]/g, "").replace(/\s+/g, " ").trim())
@@ -77,18 +82,21 @@
   }
 
   // --- Merging suggestions --------------------------------------------------------------
+  // Ticking suggestions writes their texts into the merged claim, unless the reviewer has
+  // edited it since; their spans go with the form (the boxes belong to it).
+  let mergedText = "";
   document.addEventListener("change", function (event) {
     const box = event.target;
     if (!box.matches || !box.matches('input[name="pick"]')) {
       return;
     }
-    const picks = Array.from(document.querySelectorAll('input[name="pick"]:checked'));
-    const spans = document.getElementById("merge-spans");
     const text = document.getElementById("merge-text");
-    if (spans && text) {
-      spans.value = picks.map((p) => p.value).join(",");
-      text.value = picks.map((p) => p.dataset.text).join(" ");
+    if (!text || (text.value !== "" && text.value !== mergedText)) {
+      return;
     }
+    const picks = Array.from(document.querySelectorAll('input[name="pick"]:checked'));
+    mergedText = picks.map((p) => p.dataset.text).join(" ");
+    text.value = mergedText;
   });
 
   // --- Keyboard ----------------------------------------------------------------------------
@@ -96,6 +104,11 @@
 
   function cards() {
     return Array.from(document.querySelectorAll("article.card"));
+  }
+
+  function cardByKey(key) {
+    // By id, never by a CSS selector: a claim key such as k.1 or a:b is no CSS identifier.
+    return document.getElementById("card-" + key);
   }
 
   function focusCard(card) {
@@ -114,6 +127,10 @@
 
   function verdictForm(card) {
     return card && card.querySelector("form[data-verdict-form]");
+  }
+
+  function keyed(key) {
+    return document.querySelector('[data-key="' + key + '"]');
   }
 
   document.addEventListener("keydown", function (event) {
@@ -155,11 +172,23 @@
     } else if (event.key === "s" && verdictForm(card)) {
       event.preventDefault();
       verdictForm(card).requestSubmit();
-    } else if (event.key === "n") {
-      const next = document.querySelector('[data-key="n"]');
-      if (next) {
-        window.location.assign(next.href);
+    } else if (event.key === "a" && keyed("a")) {
+      // Add claim: with a text (from the selection, say) it adds it; else the text comes first.
+      event.preventDefault();
+      const form = keyed("a").form;
+      if (form.elements.text.value.trim()) {
+        form.requestSubmit(keyed("a"));
+      } else {
+        form.elements.text.focus();
       }
+    } else if (event.key === "p" && keyed("p")) {
+      event.preventDefault();
+      keyed("p").click(); // htmx loads the suggestions; without it, the link's page
+    } else if (event.key === "c" && keyed("c")) {
+      event.preventDefault();
+      keyed("c").form.requestSubmit(keyed("c"));
+    } else if (event.key === "n" && keyed("n")) {
+      window.location.assign(keyed("n").href);
     } else if (event.key === "?") {
       toggleKeys();
     } else {
@@ -185,14 +214,144 @@
     }
   });
 
-  // After htmx swaps a card in, keep the keyboard where it was.
-  document.addEventListener("htmx:afterSwap", function (event) {
-    if (current && event.detail.target && event.detail.target.id === current) {
-      focusCard(document.getElementById(current));
+  // --- Where the focus goes after an action --------------------------------------------------
+  function nextUnjudged(after) {
+    const list = cards();
+    const at = list.indexOf(after);
+    const order = list.slice(at + 1).concat(list.slice(0, Math.max(at, 0)));
+    return order.find((card) => card.hasAttribute("data-unjudged")) || null;
+  }
+
+  function suggestionField(item) {
+    return item && item.querySelector(":scope > form textarea");
+  }
+
+  function nextSuggestion(number) {
+    const items = Array.from(document.querySelectorAll("#suggestions [data-suggestion]"));
+    const at = items.findIndex((item) => item.dataset.suggestion === number);
+    const order = items.slice(at + 1).concat(items.slice(0, at + 1));
+    return suggestionField(order.find((item) => !item.hasAttribute("data-taken") && suggestionField(item)));
+  }
+
+  // After htmx swaps a card in, keep the keyboard where it was. Only once the swap has
+  // settled: htmx makes the new forms its own then, and a form used before would post
+  // without it (a whole page, where the fragment was meant).
+  document.addEventListener("htmx:afterSettle", function (event) {
+    const target = event.detail.target;
+    const elt = source(event);
+    if (current && target && target.id === current && document.getElementById(current)) {
+      if (!document.activeElement || !document.getElementById(current).contains(document.activeElement)) {
+        focusCard(document.getElementById(current));
+      }
+    } else if (target && target.classList && target.classList.contains("revise-slot")) {
+      const field = target.querySelector("textarea");
+      if (field) {
+        field.focus();
+      }
+    } else if (elt && elt.matches && elt.matches('[data-key="p"]')) {
+      // The suggestions arrived: the first one not taken yet, ready to edit or accept.
+      const field = nextSuggestion("");
+      const heading = document.getElementById("suggestions-h");
+      (field || heading || document.body).focus();
     }
   });
+
+  // A saved verdict: on to the next card not judged yet, or to "Decomposition complete".
   document.addEventListener("verdict-saved", function (event) {
-    const card = document.getElementById("card-" + event.detail.key);
-    focusCard(card);
+    const saved = cardByKey(event.detail.key);
+    const next = nextUnjudged(saved);
+    if (next) {
+      focusCard(next);
+    } else if (keyed("c")) {
+      keyed("c").focus();
+    } else {
+      focusCard(saved);
+    }
+  });
+
+  // An added claim: the next suggestion when it came from one, else its new card.
+  document.addEventListener("claim-added", function (event) {
+    const field = event.detail.number ? nextSuggestion(event.detail.number) : null;
+    if (field) {
+      field.focus();
+    } else {
+      focusCard(cardByKey(event.detail.key));
+    }
+  });
+
+  // --- A request that could not be answered in place ------------------------------------------
+  // Refused and stale forms (400, 403, 409) come back as fragments that htmx swaps in
+  // place (base.html). Anything else (a server failure, a lost connection, a whole page
+  // such as the login form when the session has ended) is never swapped into the card:
+  // its form says what happened, and everything typed stays where it is.
+  function source(event) {
+    // The element that made the request; a swap event's own elt is its target.
+    const config = event.detail.requestConfig;
+    return (config && config.elt) || event.detail.elt;
+  }
+
+  function say(event, text) {
+    const elt = source(event);
+    const form = elt && elt.closest && (elt.closest("form") || elt.parentElement);
+    if (!form) {
+      return;
+    }
+    let box = form.querySelector(":scope > .request-problem");
+    if (!box) {
+      box = document.createElement("p");
+      box.className = "error request-problem";
+      box.setAttribute("role", "alert");
+      form.prepend(box);
+    }
+    box.textContent = text;
+  }
+
+  function verb(event) {
+    const config = event.detail.requestConfig;
+    return config && config.verb === "get" ? "Not loaded" : "Not saved";
+  }
+
+  document.addEventListener("htmx:beforeRequest", function (event) {
+    const elt = source(event);
+    const form = elt && elt.closest && (elt.closest("form") || elt.parentElement);
+    const box = form && form.querySelector(":scope > .request-problem");
+    if (box) {
+      box.remove();
+    }
+  });
+
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    const body = event.detail.serverResponse;
+    if (!event.detail.shouldSwap || typeof body !== "string" || !/^\s*<!doctype html/i.test(body)) {
+      return;
+    }
+    // A whole page, where a fragment was expected: the login page after the session
+    // ended, or a page that refuses the form (an expired CSRF token).
+    event.detail.shouldSwap = false;
+    const xhr = event.detail.xhr;
+    const page = new DOMParser().parseFromString(body, "text/html");
+    const alert = page.querySelector("[role=alert]");
+    let reason;
+    if ((xhr.responseURL && new URL(xhr.responseURL).pathname.startsWith("/login/")) || page.querySelector('input[name="password"]')) {
+      reason = "your session has ended. Log in again in another tab, then send this again";
+    } else {
+      reason = (alert ? alert.textContent : page.title).trim() + " (" + xhr.status + ")";
+    }
+    say(event, verb(event) + ": " + reason + ". What you typed is still here.");
+  });
+
+  document.addEventListener("htmx:responseError", function (event) {
+    const status = event.detail.xhr.status;
+    let reason = "the server refused it (" + status + ")";
+    if (status >= 500) {
+      reason = "the server failed (" + status + ")";
+    } else if (status === 404) {
+      reason = "the server found no such page (404): reload to see what changed";
+    }
+    say(event, verb(event) + ": " + reason + ". What you typed is still here: try again.");
+  });
+
+  document.addEventListener("htmx:sendError", function (event) {
+    say(event, verb(event) + ": the server could not be reached. What you typed is still here: try again.");
   });
 })();

@@ -8,7 +8,9 @@ demo file (tests/conftest.py `demo_sqlite`).
 
 from __future__ import annotations
 
+import json
 import os
+import secrets
 import shutil
 import socket
 import subprocess
@@ -65,10 +67,18 @@ class LiveServer:
         )  # fmt: skip
 
 
-@pytest.fixture(scope="session")
-def live(request, tmp_path_factory) -> Iterator[LiveServer]:
+def _serve(request, tmp_path_factory, *, debug: bool) -> Iterator[LiveServer]:
     base = os.environ.get("DATABASE_URL", "")
-    env = {**os.environ, "DEBUG": "1", "DEMO_PASSWORD": DEMO_PASSWORD}
+    env = {**os.environ, "DEBUG": "1" if debug else "0", "DEMO_PASSWORD": DEMO_PASSWORD}
+    if not debug:
+        # As production runs it: a real secret (manage.py would otherwise assume a
+        # development machine and turn DEBUG on) and named hosts. Static files come
+        # from the finders, as in development: the manifest needs a collectstatic.
+        env |= {
+            "SECRET_KEY": secrets.token_urlsafe(50),
+            "ALLOWED_HOSTS": "127.0.0.1,localhost",
+            "STATIC_MANIFEST": "0",
+        }
     env.pop("PYTEST_VERSION", None)
     dropped = None
     if base.startswith(("postgres://", "postgresql://")):
@@ -111,6 +121,24 @@ def live(request, tmp_path_factory) -> Iterator[LiveServer]:
 
 
 @pytest.fixture(scope="session")
+def live(request, tmp_path_factory) -> Iterator[LiveServer]:
+    """The server as `make run` serves it: DEBUG on."""
+    yield from _serve(request, tmp_path_factory, debug=True)
+
+
+@pytest.fixture(scope="session")
+def live_production(request, tmp_path_factory) -> Iterator[LiveServer]:
+    """The server as production runs it: DEBUG off, a SECRET_KEY, named hosts."""
+    yield from _serve(request, tmp_path_factory, debug=False)
+
+
+@pytest.fixture(params=["debug", "production"])
+def server(request) -> LiveServer:
+    """A test that asks for it runs twice: with DEBUG on, and with DEBUG off."""
+    return request.getfixturevalue("live" if request.param == "debug" else "live_production")
+
+
+@pytest.fixture(scope="session")
 def browser():
     if not Path(CHROMIUM).exists():
         message = f"Debian's chromium is not installed at {CHROMIUM} (apt-get install chromium)"
@@ -125,11 +153,14 @@ def browser():
         browser.close()
 
 
-@pytest.fixture
-def page(browser, live):
-    context = browser.new_context(base_url=live.url, viewport={"width": 1280, "height": 900})
+def _open_page(browser, server: LiveServer, **options):
+    context = browser.new_context(
+        base_url=server.url, viewport={"width": 1280, "height": 900}, **options
+    )
+    context.set_default_timeout(10_000)
     page = context.new_page()
     page.console_problems = []
+    page.failed_requests = []
     page.on(
         "console",
         lambda message: (
@@ -138,8 +169,75 @@ def page(browser, live):
             else None
         ),
     )
+    page.on("pageerror", lambda error: page.console_problems.append(f"page error: {error}"))
+    # A CSP violation is also reported to the page; the binding outlives navigations.
+    context.expose_function(
+        "__reportViolation", lambda what: page.console_problems.append(f"CSP: {what}")
+    )
+    context.add_init_script(CSP_LISTENER)
+    page.on(
+        "requestfailed",
+        lambda request: page.failed_requests.append(f"{request.method} {request.url} failed"),
+    )
+    page.on(
+        "response",
+        lambda response: (
+            page.failed_requests.append(
+                f"{response.request.method} {response.url} {response.status}"
+            )
+            if response.status >= 400
+            else None
+        ),
+    )
     yield page
     context.close()
+
+
+CSP_LISTENER = """document.addEventListener("securitypolicyviolation", (event) => {
+  window.__reportViolation(event.violatedDirective + " " + (event.blockedURI || "inline"));
+});"""
+
+
+@pytest.fixture
+def page(browser, live):
+    yield from _open_page(browser, live)
+
+
+@pytest.fixture
+def server_page(browser, server):
+    """A page of `server`: the test runs with DEBUG on and with DEBUG off."""
+    yield from _open_page(browser, server)
+
+
+@pytest.fixture
+def plain_page(browser, live):
+    """A page without JavaScript: every action must work as a plain form post."""
+    yield from _open_page(browser, live, java_script_enabled=False)
+
+
+def fresh_run(server: LiveServer, tmp_path: Path, fixture: str, *, edit=None) -> str:
+    """Import a copy of fixtures/`fixture` under a new run id; its first case's page URL.
+
+    Each test reviews its own copy, so tests that share the session's server never see
+    each other's claims. `edit(lines)` may change the lines before the import.
+    """
+    lines = [
+        json.loads(line)
+        for line in (ROOT / "fixtures" / fixture).read_text(encoding="utf-8").splitlines()
+        if line.strip()
+    ]
+    run_id = f"{lines[0]['run_id']}-{uuid.uuid4().hex[:6]}"
+    lines[0]["run_id"] = run_id
+    if edit is not None:
+        edit(lines)
+    bundle = tmp_path / f"{run_id}.jsonl"
+    bundle.write_text(
+        "\n".join(json.dumps(line, ensure_ascii=False) for line in lines) + "\n",
+        encoding="utf-8",
+    )
+    server.manage("import_bundle", str(bundle), "--project", "demo")
+    case_id = next(line["case_id"] for line in lines if line["kind"] == "case")
+    return f"/p/demo/runs/{run_id}/cases/{case_id}/"
 
 
 def log_in(page, username: str) -> None:

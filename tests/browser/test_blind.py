@@ -51,7 +51,7 @@ def test_a_reviewer_sees_the_others_only_after_completing_her_own_review(page):
     expect(page.locator("#card-c1")).to_contain_text(BOB)
     expect(page.locator("#card-c1")).to_contain_text("seed-protocol")
     expect(status).not_to_contain_text("blind review")
-    expect(page.locator(".workspace-messages")).to_contain_text("Your review is complete")
+    expect(status).to_contain_text("Your review is complete")  # the message, in the status row
 
     card = page.locator("#card-c1")
     form = card.locator("form[data-verdict-form]")

@@ -72,9 +72,11 @@ def test_a_reviewer_splits_judges_by_keyboard_and_completes_a_case(page):
         ("1", "D-01 excludes final-sale items explicitly."),
         ("1", "D-02 gives arrival at the warehouse as the start."),
     ]
-    page.locator("body").click(position={"x": 5, "y": 5})
+    # A new card takes the focus; k goes back to the first one.
+    expect(page.locator("#card-c3")).to_be_focused()
+    page.keyboard.press("k")
+    page.keyboard.press("k")
     for number, (key, reason) in enumerate(verdicts, start=1):
-        page.keyboard.press("j")
         expect(page.locator(f"#card-c{number}")).to_be_focused()
         page.keyboard.press(key)
         page.keyboard.press("r")
@@ -82,6 +84,9 @@ def test_a_reviewer_splits_judges_by_keyboard_and_completes_a_case(page):
         page.keyboard.press("Escape")
         page.keyboard.press("s")
         expect(page.locator(f"#card-c{number} .verdict-label")).not_to_contain_text("not judged")
+        expect(page.locator(f"#card-c{number}")).to_contain_text("Saved, revision 2.")
+    # Every card judged: the focus waits on "Decomposition complete".
+    expect(page.get_by_role("button", name="Decomposition complete")).to_be_focused()
     expect(page.locator("#card-c1 .verdict-label")).to_contain_text("Unsupported")
     expect(page.locator("#card-c2 .verdict-label")).to_contain_text("Supported")
     expect(page.locator("#card-c3 .verdict-label")).to_contain_text("Supported")
@@ -157,7 +162,9 @@ def test_a_selection_after_an_emoji_becomes_a_span_in_code_points(page, live, tm
     select_answer_text(page, RETURNS, EMOJI_ANSWER)
     start = EMOJI_ANSWER.index(RETURNS)
     form = page.locator("#add-claim")
-    expect(form.get_by_label("Spans")).to_have_value(f"{start}-{start + len(RETURNS)}")
+    # The spans are a hidden field, derived from the selection and shown, never typed.
+    expect(form.locator("input[name=spans]")).to_have_value(f"{start}-{start + len(RETURNS)}")
+    expect(form).to_contain_text(f"From the answer at {start}–{start + len(RETURNS)}")
     expect(form.get_by_label("Claim text")).to_have_value(RETURNS)
     form.get_by_role("button", name="Add claim").click()
 

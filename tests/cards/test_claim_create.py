@@ -9,6 +9,7 @@ from cards.models import Claim, ClaimKind, ClaimRevision, Origin
 from cards.services import citations_within, claim_create
 from replay.models import Response
 from tests.cards.conftest import (
+    ANSWER,
     D01,
     D02,
     FINAL_SALE,
@@ -125,12 +126,33 @@ def test_each_span_of_a_claim_attaches_its_own_marker(replay_response, reviewer)
     assert claim.revisions.get().citations == [D01, D02]
 
 
-def test_a_marker_separated_by_words_is_not_attached(replay_response, reviewer):
-    # The span stops at "delivery"; ", but final-sale items are excluded" lies between.
+def test_part_of_a_sentence_takes_the_marker_that_ends_the_sentence(replay_response, reviewer):
+    # The span stops at "delivery"; ", but final-sale items are excluded [D-01]." follows:
+    # the marker is not right after the span, but it closes the span's sentence.
     claim = claim_create(
         response=replay_response, author=reviewer, text="A 14-day window.", spans=[WINDOW]
     )
-    assert claim.revisions.get().citations == []
+    assert claim.revisions.get().citations == [D01]
+    within = ANSWER.index("within 14 calendar days of delivery")
+    assert citations_within(replay_response, [[within, within + 35]]) == [D01]
+
+
+def test_a_span_with_its_own_marker_does_not_take_the_sentences_last_one(project):
+    response = one_answer("The limit is 10 units [1], and the fee is 5 euros [2]. Next.", "[1]")
+    assert citations_within(response, [[0, 21]]) == ["doc0@v1#c0"]
+    assert citations_within(response, [[31, 49]]) == []  # "[2]" is no marker here
+
+
+def test_a_marker_inside_the_sentence_does_not_end_it(project):
+    # "[1]" sits after "10 units", not at the end: the fee has no marker of its own.
+    response = one_answer("The limit is 10 units [1] and the fee is 5 euros. Next [2].", "[1]")
+    assert citations_within(response, [[30, 48]]) == []
+
+
+def test_a_span_takes_the_marker_of_its_own_sentence_never_the_next_one(project):
+    response = one_answer("The fee is 5 euros. The limit is 10 units [1].")
+    assert citations_within(response, [[0, 10]]) == []
+    assert citations_within(response, [[33, 41]]) == ["doc0@v1#c0"]  # "10 units"
 
 
 def test_a_sentence_without_marker_gets_no_citation(replay_response, reviewer):

@@ -13,6 +13,9 @@ def test_the_card_form_offers_every_support_label_with_its_key_in_order(client, 
     content = client.get(case_url("q017-r3", "Q-017")).content.decode()
     shortcuts = re.findall(r'name="support" value="(\w+)"[^>]*aria-keyshortcuts="(\d)"', content)
     assert shortcuts == [(value, str(key)) for key, value in enumerate(Support.values, start=1)]
-    labels = re.findall(r'<span>([^<]+)</span><kbd class="small">(\d)</kbd>', content)
+    # The key is shown but hidden from the accessible name: the radio is named "Supported".
+    labels = re.findall(
+        r'<span>([^<]+)</span><kbd class="small" aria-hidden="true">(\d)</kbd>', content
+    )
     assert labels == [(label, str(key)) for key, label in enumerate(Support.labels, start=1)]
     assert "<dd>Supported, Partial, Unsupported, Not assessable</dd>" in content

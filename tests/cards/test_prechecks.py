@@ -17,7 +17,7 @@ from cards.prechecks import (
 )
 from cards.services import claim_create
 from replay.models import Response, Run
-from tests.cards.conftest import D01, FINAL_SALE, WINDOW, page_for
+from tests.cards.conftest import D01, FINAL_SALE, NO_DURATION, WINDOW, page_for
 from tests.conftest import KNOWN_ANSWERS
 
 EXPECTED = json.loads(KNOWN_ANSWERS.read_text(encoding="utf-8"))["runs"]
@@ -86,8 +86,9 @@ def test_a_new_claim_gets_its_hints_at_once(reviewer, demo_runs):
         text="Returns are accepted for 30 days; final-sale items are excluded.",
         spans=[WINDOW, FINAL_SALE],
     )
+    # The last sentence has no marker: nothing to attach (cards.rules.refs_for_spans).
     bare = claim_create(
-        response=response, author=reviewer, text="Returns are possible.", spans=[WINDOW]
+        response=response, author=reviewer, text="No time is given.", spans=[NO_DURATION]
     )
     page = page_for(reviewer, "q017-r3", "Q-017")
     assert page.card(claim.key).revision.citations == [D01]

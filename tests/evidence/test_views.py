@@ -189,6 +189,9 @@ PROJECT_URLS = {
     "p/<slug:slug>/runs/<str:run_id>/cases/<str:case_id>/claims/<str:key>/revise/": (
         "/p/demo/runs/q017-r1/cases/Q-017/claims/C-017-1/revise/"
     ),
+    "p/<slug:slug>/runs/<str:run_id>/cases/<str:case_id>/claims/<str:key>/attach/": (
+        "/p/demo/runs/q017-r1/cases/Q-017/claims/C-017-1/attach/"
+    ),
     "p/<slug:slug>/runs/<str:run_id>/cases/<str:case_id>/claims/<str:key>/verdict/": (
         "/p/demo/runs/q017-r1/cases/Q-017/claims/C-017-1/verdict/"
     ),

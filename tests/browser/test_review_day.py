@@ -1,0 +1,487 @@
+"""The reviewer's day: the case page must never break, with DEBUG on or off.
+
+Each test reviews its own copy of a demo run (`fresh_run`), so the tests that share
+the session's servers never see each other's claims. Tests that take `server_page`
+run twice, against a server with DEBUG on (as `make run`) and one with DEBUG off.
+"""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from playwright.sync_api import expect
+
+from tests.browser.conftest import fresh_run, log_in
+from tests.browser.test_review import ANSWER, select_answer_text
+
+pytestmark = pytest.mark.browser
+
+REASON_REQUIRED = "A written reason is required: say what in the passage decides it."
+D01 = "D-01@returns-v4#p04"
+D02 = "D-02@refunds-v2#p07"
+
+
+def card(page, key: str):
+    """A card found by its heading, never by an id built from the claim key."""
+    return page.locator("article.card").filter(
+        has=page.get_by_role("heading", name=re.compile(rf"^{re.escape(key)}\b"))
+    )
+
+
+def verdict_form(page, key: str):
+    return card(page, key).locator("form[data-verdict-form]")
+
+
+# --- 1. Suggest a split ----------------------------------------------------------------------
+
+
+def test_suggested_sentences_and_parts_are_accepted_edited_and_merged(
+    server_page, server, tmp_path
+):
+    page = server_page
+    url = fresh_run(server, tmp_path, "q017-r3.jsonl")
+    log_in(page, "alice")
+    page.goto(url)
+    page.get_by_role("link", name="Suggest a split").click()
+    suggestions = page.locator("#suggestions")
+    # Suggestions are edited in multi-line fields; their spans are never typed.
+    second = suggestions.get_by_label("Suggested claim 2", exact=True)
+    expect(second).to_have_value("Refund processing starts once the item reaches the warehouse.")
+    assert second.evaluate("el => el.tagName") == "TEXTAREA"
+    expect(suggestions.locator("input[name=spans]:not([type=hidden])")).to_have_count(0)
+
+    second.fill("Refund processing starts\nwhen the item reaches the warehouse.")
+    suggestions.get_by_role("button", name="Accept suggestion 2", exact=True).click()
+    expect(card(page, "c1")).to_contain_text("when the item reaches the warehouse.")
+    expect(card(page, "c1")).to_contain_text(D02)
+
+    # The suggestions stay open, the accepted one marked, so the next is one click away.
+    expect(suggestions).to_contain_text("added as c1")
+    suggestions.get_by_role("button", name="Accept part 2 of suggestion 1", exact=True).click()
+    expect(card(page, "c2")).to_contain_text("final-sale items are excluded")
+    expect(card(page, "c2")).to_contain_text(D01)
+
+    suggestions.get_by_label("Merge suggestion 1", exact=True).check()
+    suggestions.get_by_label("Merge suggestion 3", exact=True).check()
+    merged = suggestions.get_by_label("Text of the merged claim")
+    expect(merged).to_have_value(re.compile(r"^Items bought .* excluded\. The sources do not"))
+    merged.fill("Returns are limited, and the processing time is not given.")
+    suggestions.get_by_role("button", name="Merge selected into one claim").click()
+    expect(card(page, "c3")).to_contain_text("the processing time is not given")
+    expect(card(page, "c3")).to_contain_text("0–131, 201–250")
+
+    expect(page.locator("article.card")).to_have_count(3)
+    assert page.failed_requests == []
+    assert page.console_problems == []
+
+
+# --- 2. A refused action keeps the page and what was typed ----------------------------------
+
+
+def test_a_blank_reason_is_refused_in_place_and_keeps_every_typed_text(
+    server_page, server, tmp_path
+):
+    page = server_page
+    url = fresh_run(server, tmp_path, "q017-r1.jsonl")
+    log_in(page, "bob")
+    page.goto(url)
+    navigations = []
+    page.on("framenavigated", lambda frame: navigations.append(frame.url))
+
+    page.locator("#add-claim").get_by_label("Claim text").fill("A claim I am drafting.")
+    verdict_form(page, "C-017-1").get_by_label("Reason").fill("Draft on another card.")
+    form = verdict_form(page, "C-017-2")
+    form.get_by_role("radio", name="Partial", exact=True).check()
+    form.get_by_label("Reason").fill("   ")  # whitespace passes `required`, not the server
+    form.get_by_label("Unresolved note").fill("kept note")
+    form.get_by_role("button", name="Save").click()
+
+    expect(card(page, "C-017-2").get_by_role("alert")).to_contain_text(REASON_REQUIRED)
+    form = verdict_form(page, "C-017-2")
+    expect(form.get_by_role("radio", name="Partial", exact=True)).to_be_checked()
+    expect(form.get_by_label("Unresolved note")).to_have_value("kept note")
+    expect(page.locator("#answer")).to_contain_text("final-sale items")
+    expect(page.locator("#add-claim").get_by_label("Claim text")).to_have_value(
+        "A claim I am drafting."
+    )
+    expect(verdict_form(page, "C-017-1").get_by_label("Reason")).to_have_value(
+        "Draft on another card."
+    )
+
+    form.get_by_label("Reason").fill("D-01 is the 30-day page; the claim says more.")
+    form.get_by_role("button", name="Save").click()
+    expect(card(page, "C-017-2").locator(".verdict-label")).to_contain_text("Partial")
+    expect(card(page, "C-017-2")).to_contain_text("by bob")
+    assert navigations == []  # both answers were swapped in place, never a plain post
+    assert page.failed_requests == [f"POST {server.url}{url}claims/C-017-2/verdict/ 400"]
+    assert page.console_problems == [
+        "Failed to load resource: the server responded with a status of 400 (Bad Request)"
+    ]
+
+
+def test_a_stale_form_says_so_in_place_and_saves_once_sent_again(server_page, server, tmp_path):
+    page = server_page
+    url = fresh_run(server, tmp_path, "q017-r1.jsonl")
+    log_in(page, "bob")
+    page.goto(url)
+    other = page.context.new_page()
+    other.goto(url)
+    other_form = verdict_form(other, "C-017-3")
+    other_form.get_by_role("radio", name="Supported", exact=True).check()
+    other_form.get_by_label("Reason").fill("From the other window.")
+    other_form.get_by_role("button", name="Save").click()
+    expect(card(other, "C-017-3")).to_contain_text("by bob")
+
+    form = verdict_form(page, "C-017-3")
+    form.get_by_role("radio", name="Unsupported", exact=True).check()
+    form.get_by_label("Reason").fill("My careful reason.")
+    form.get_by_role("button", name="Save").click()
+    expect(card(page, "C-017-3").get_by_role("alert")).to_contain_text(
+        "You saved another verdict on this claim (in another window?)"
+    )
+    expect(verdict_form(page, "C-017-3").get_by_label("Reason")).to_have_value(
+        "My careful reason."
+    )
+    expect(card(page, "C-017-3")).to_contain_text("From the other window.")  # the fresh card
+    verdict_form(page, "C-017-3").get_by_role("button", name="Save").click()
+    expect(card(page, "C-017-3").locator(".verdict-label")).to_contain_text("Unsupported")
+    expect(page.locator("#answer")).to_be_visible()
+
+
+def test_bad_spans_are_refused_in_the_add_form_with_the_text_kept(server_page, server, tmp_path):
+    page = server_page
+    url = fresh_run(server, tmp_path, "q017-r3.jsonl")
+    log_in(page, "alice")
+    page.goto(url)
+    form = page.locator("#add-claim")
+    form.get_by_label("Claim text").fill("Kept claim text.")
+    form.locator("input[name=spans]").evaluate("el => { el.value = '94-999'; }")
+    form.get_by_role("button", name="Add claim").click()
+    expect(page.locator("#add-claim").get_by_role("alert")).to_contain_text(
+        "Span 94..999 is outside the answer."
+    )
+    expect(page.locator("#add-claim").get_by_label("Claim text")).to_have_value("Kept claim text.")
+    expect(page.locator("#answer")).to_contain_text("final-sale items")
+    expect(page.get_by_text("No claims yet")).to_be_visible()
+    assert [p for p in page.console_problems if "status of 400" not in p] == []
+
+
+def test_a_403_is_shown_in_the_card_with_the_typed_text_kept(server_page, server, tmp_path):
+    page = server_page
+    url = fresh_run(server, tmp_path, "q017-r1.jsonl")
+    log_in(page, "bob")
+    page.goto(url)
+    form = verdict_form(page, "C-017-2")
+    # What a lead's adjudication form sends, posted by a reviewer: the server refuses it.
+    form.locator("input[name=adjudicate]").evaluate("el => { el.value = 'True'; }")
+    form.get_by_role("radio", name="Partial", exact=True).check()
+    form.get_by_label("Reason").fill("I decide.")
+    form.get_by_role("button", name="Save").click()
+    expect(card(page, "C-017-2").get_by_role("alert")).to_contain_text(
+        "Only a lead of this project may do this."
+    )
+    expect(verdict_form(page, "C-017-2").get_by_label("Reason")).to_have_value("I decide.")
+    expect(page.locator("#answer")).to_be_visible()
+    assert [p for p in page.console_problems if "status of 403" not in p] == []
+
+
+def test_a_server_failure_or_lost_connection_is_said_in_place(server_page, server, tmp_path):
+    page = server_page
+    url = fresh_run(server, tmp_path, "q017-r1.jsonl")
+    log_in(page, "bob")
+    page.goto(url)
+    form = verdict_form(page, "C-017-2")
+    form.get_by_role("radio", name="Partial", exact=True).check()
+    form.get_by_label("Reason").fill("Typed before the failure.")
+
+    page.route("**/verdict/", lambda route: route.fulfill(status=500, body="Server Error"))
+    form.get_by_role("button", name="Save").click()
+    expect(form.get_by_role("alert")).to_contain_text("Not saved: the server failed (500)")
+    page.unroute("**/verdict/")
+    page.route("**/verdict/", lambda route: route.abort())
+    form.get_by_role("button", name="Save").click()
+    expect(form.get_by_role("alert")).to_contain_text("Not saved: the server could not be reached")
+    expect(form.get_by_label("Reason")).to_have_value("Typed before the failure.")
+    expect(form.get_by_role("radio", name="Partial", exact=True)).to_be_checked()
+
+    page.unroute("**/verdict/")
+    form.get_by_role("button", name="Save").click()
+    expect(card(page, "C-017-2").locator(".verdict-label")).to_contain_text("Partial")
+
+
+def test_an_ended_session_is_said_in_place_and_nothing_typed_is_lost(
+    server_page, server, tmp_path
+):
+    page = server_page
+    url = fresh_run(server, tmp_path, "q017-r1.jsonl")
+    log_in(page, "bob")
+    page.goto(url)
+    form = verdict_form(page, "C-017-2")
+    form.get_by_role("radio", name="Partial", exact=True).check()
+    form.get_by_label("Reason").fill("Typed before the session ended.")
+    page.context.clear_cookies()  # logged out elsewhere, or the session expired
+    form.get_by_role("button", name="Save").click()
+    expect(form.get_by_role("alert")).to_contain_text("Not saved")
+    expect(page.locator("#answer")).to_be_visible()
+    expect(form.get_by_label("Reason")).to_have_value("Typed before the session ended.")
+    assert page.locator("article.card").count() == 4
+
+
+def test_a_refused_plain_post_redirects_and_keeps_the_typed_text(plain_page, live, tmp_path):
+    page = plain_page
+    url = fresh_run(live, tmp_path, "q017-r1.jsonl")
+    log_in(page, "bob")
+    page.goto(url)
+    form = verdict_form(page, "C-017-2")
+    form.get_by_role("radio", name="Partial", exact=True).check()
+    form.get_by_label("Reason").fill("  ")
+    form.get_by_label("Unresolved note").fill("kept note")
+    form.get_by_role("button", name="Save").click()
+    # Redirected after the post: a reload asks for the page again, it never resubmits.
+    assert page.url == f"{live.url}{url}#card-C-017-2"
+    expect(card(page, "C-017-2").get_by_role("alert")).to_contain_text(REASON_REQUIRED)
+    expect(
+        verdict_form(page, "C-017-2").get_by_role("radio", name="Partial", exact=True)
+    ).to_be_checked()
+    expect(verdict_form(page, "C-017-2").get_by_label("Unresolved note")).to_have_value(
+        "kept note"
+    )
+    methods = []
+    page.on("request", lambda request: methods.append(request.method))
+    page.reload()
+    assert methods[0] == "GET"
+    expect(page.locator("article.card")).to_have_count(4)
+
+
+# --- 3. Any claim id the schema allows ---------------------------------------------------------
+
+
+def odd_keys(lines: list[dict]) -> None:
+    """Give the response two claims whose ids are no CSS identifiers: k.1 and a:b."""
+    response = lines[-1]
+    assert response["kind"] == "response"
+    response["claims"] = [
+        {"claim_id": "k.1", "text": "Final-sale items are excluded.", "spans": [[94, 123]],
+         "citations": [D01]},
+        {"claim_id": "a:b", "text": "Refunds start at the warehouse.", "spans": [[132, 192]],
+         "citations": [D02]},
+    ]  # fmt: skip
+
+
+def test_a_verdict_is_saved_on_claims_named_k_1_and_a_colon_b(server_page, server, tmp_path):
+    page = server_page
+    url = fresh_run(server, tmp_path, "q017-r3.jsonl", edit=odd_keys)
+    log_in(page, "alice")
+    page.goto(url)
+    for key, label, reason in [
+        ("k.1", "Supported", "D-01 excludes final-sale items."),
+        ("a:b", "Partial", "D-02 says so for the warehouse only."),
+    ]:
+        form = verdict_form(page, key)
+        form.get_by_role("radio", name=label, exact=True).check()
+        form.get_by_label("Reason").fill(reason)
+        form.get_by_role("button", name="Save").click()
+        expect(card(page, key).locator(".verdict-label")).to_contain_text(label)
+        expect(card(page, key)).to_contain_text(reason)
+    page.reload()
+    expect(card(page, "k.1").locator(".verdict-label")).to_contain_text("Supported")
+    expect(card(page, "a:b").locator(".verdict-label")).to_contain_text("Partial")
+    assert page.failed_requests == []
+    assert page.console_problems == []
+
+
+# --- 5. A selection keeps its sentence's citation ------------------------------------------------
+
+
+def test_part_of_a_sentence_keeps_the_marker_that_ends_the_sentence(server_page, server, tmp_path):
+    page = server_page
+    url = fresh_run(server, tmp_path, "q017-r3.jsonl")
+    log_in(page, "alice")
+    page.goto(url)
+    select_answer_text(page, "within 14 calendar days of delivery", ANSWER)
+    page.locator("#add-claim").get_by_role("button", name="Add claim").click()
+    expect(card(page, "c1")).to_contain_text(D01)
+    expect(card(page, "c1")).not_to_contain_text("no citation attached")
+    expect(card(page, "c1")).not_to_contain_text("number_not_in_evidence")
+    expect(card(page, "c1")).not_to_contain_text("claim_without_citation")
+
+
+def uncited(lines: list[dict]) -> None:
+    """A claim from before the sentence rule: part of a sentence, no citation attached."""
+    lines[-1]["claims"] = [
+        {"claim_id": "c1", "text": "Returns within 14 calendar days of delivery.",
+         "spans": [[53, 88]], "citations": []},
+    ]  # fmt: skip
+
+
+def test_a_claim_without_its_sentences_citation_is_relinked_in_one_action(
+    server_page, server, tmp_path
+):
+    page = server_page
+    url = fresh_run(server, tmp_path, "q017-r3.jsonl", edit=uncited)
+    log_in(page, "alice")
+    page.goto(url)
+    expect(card(page, "c1")).to_contain_text("no citation attached")
+    card(page, "c1").get_by_role("button", name=f"Attach {D01}").click()
+    expect(card(page, "c1")).not_to_contain_text("no citation attached")
+    expect(card(page, "c1").locator(".attached")).to_contain_text(D01)
+    card(page, "c1").locator("details.history summary").click()
+    expect(card(page, "c1").locator("details.history")).to_contain_text(
+        "Attached the citation of its sentence"
+    )
+    assert page.failed_requests == []
+
+
+# --- 4. A whole review, and not one problem in the console or the network ------------------------
+
+
+def test_a_whole_review_has_no_console_problem_and_no_failed_request(
+    server_page, server, tmp_path
+):
+    page = server_page
+    url = fresh_run(server, tmp_path, "q017-r3.jsonl")
+    log_in(page, "alice")
+    page.goto(url)
+    form = page.locator("#add-claim")
+    # Resizing a field writes an inline style on it, which a swap must not copy back.
+    form.get_by_label("Claim text").evaluate("el => { el.style.height = '7em'; }")
+    select_answer_text(page, "within 14 calendar days of delivery", ANSWER)
+    form.get_by_role("button", name="Add claim").click()
+    expect(card(page, "c1")).to_contain_text(D01)
+
+    page.get_by_role("link", name="Suggest a split").click()
+    suggestions = page.locator("#suggestions")
+    suggestions.get_by_role("button", name="Accept part 2 of suggestion 1", exact=True).click()
+    expect(card(page, "c2")).to_contain_text("final-sale items are excluded.")
+    suggestions.get_by_role("button", name="Accept suggestion 2", exact=True).click()
+    expect(card(page, "c3")).to_contain_text(D02)
+
+    select_answer_text(page, "The sources do not say how long processing takes", ANSWER)
+    form = page.locator("#add-claim")
+    form.get_by_label("abstention").check()
+    form.get_by_label("X1").check()
+    form.get_by_role("button", name="Add claim").click()
+    expect(card(page, "c4")).to_contain_text("abstention")
+
+    card(page, "c1").get_by_role("link", name="Rewrite, relink or withdraw").click()
+    card(page, "c1").get_by_label("Claim text").fill("Returns are accepted for 14 days.")
+    card(page, "c1").get_by_label("Reason for the change").fill("Self-contained.")
+    card(page, "c1").get_by_role("button", name="Save claim revision").click()
+    expect(card(page, "c1")).to_contain_text("Claim c1 revised: revision 2.")
+
+    for key, label, reason in [
+        ("c1", "Supported", "D-01 (this snapshot) says 14 calendar days."),
+        ("c2", "Supported", "D-01 excludes final-sale items."),
+        ("c3", "Partial", "D-02 says the warehouse; the claim adds nothing else."),
+        ("c4", "Supported", "No passage gives a duration."),
+    ]:
+        form = verdict_form(page, key)
+        form.get_by_role("radio", name=label, exact=True).check()
+        form.get_by_label("Reason").fill(reason)
+        form.get_by_role("button", name="Save").click()
+        expect(card(page, key).locator(".verdict-label")).to_contain_text(label)
+
+    page.get_by_role("button", name="Keys (?)").click()
+    expect(page.get_by_role("dialog", name="Keyboard")).to_be_visible()
+    page.get_by_role("button", name="Close").click()
+    page.get_by_role("button", name="Decomposition complete").click()
+    expect(page.locator("#review-status")).to_contain_text("decomposition complete")
+    page.reload()
+    expect(page.locator("article.card")).to_have_count(4)
+    expect(page.locator("#review-status")).to_contain_text("decomposition complete")
+    assert page.console_problems == []
+    assert page.failed_requests == []
+
+
+# --- 6. Save shows progress, then a confirmation, then the next card ----------------------------
+
+
+def test_save_shows_progress_then_a_confirmation_and_moves_to_the_next_card(
+    server_page, server, tmp_path
+):
+    page = server_page
+    url = fresh_run(server, tmp_path, "q017-r1.jsonl")
+    log_in(page, "bob")
+    page.goto(url)
+    held = []
+    page.route("**/verdict/", lambda route: held.append(route))  # held until let go
+    form = verdict_form(page, "C-017-1")
+    form.get_by_role("radio", name="Unsupported", exact=True).check()
+    form.get_by_label("Reason").fill("D-01 excludes final-sale items.")
+    form.get_by_role("button", name="Save").click()
+    expect(form.get_by_role("button", name="Save")).to_be_disabled()
+    expect(form.get_by_text("Saving…")).to_be_visible()
+    held[0].continue_()
+    expect(card(page, "C-017-1").locator(".saved")).to_have_text(
+        re.compile(r"Saved, revision \d+\.")
+    )
+    expect(card(page, "C-017-1").get_by_role("button", name="Save")).to_be_enabled()
+    # Bob judged none of them yet: the next card takes the focus.
+    expect(card(page, "C-017-2")).to_be_focused()
+
+
+# --- 7. The whole case from the keyboard ---------------------------------------------------------
+
+
+def test_a_whole_case_is_reviewed_from_the_keyboard(server_page, server, tmp_path):
+    page = server_page
+    url = fresh_run(server, tmp_path, "q017-r3.jsonl")
+    log_in(page, "alice")
+    page.goto(url)
+    keys = page.get_by_role("dialog", name="Keyboard")
+    page.keyboard.press("?")
+    expect(keys).to_be_visible()
+    for text in ["suggest a split", "add claim", "decomposition complete", "save the card"]:
+        expect(keys).to_contain_text(text)
+    page.keyboard.press("Escape")
+    expect(keys).to_be_hidden()
+
+    # Split: p brings the suggestions, Ctrl+Enter accepts one and goes on to the next.
+    page.keyboard.press("p")
+    suggestions = page.locator("#suggestions")
+    expect(suggestions.get_by_label("Suggested claim 1", exact=True)).to_be_focused()
+    page.keyboard.press("Control+Enter")
+    expect(card(page, "c1")).to_be_visible()
+    expect(suggestions.get_by_label("Suggested claim 2", exact=True)).to_be_focused()
+    page.keyboard.press("Control+End")
+    page.keyboard.press("Backspace")
+    page.keyboard.type(" (not before).")
+    page.keyboard.press("Control+Enter")
+    expect(card(page, "c2")).to_contain_text("warehouse (not before).")
+    expect(suggestions.get_by_label("Suggested claim 3", exact=True)).to_be_focused()
+    page.keyboard.press("Escape")
+    # a: to the claim text first (nothing is selected), then Ctrl+Enter adds it.
+    page.keyboard.press("a")
+    expect(page.locator("#add-claim").get_by_label("Claim text")).to_be_focused()
+    page.keyboard.type("No passage says how long processing takes.")
+    page.keyboard.press("Control+Enter")
+    expect(card(page, "c3")).to_be_focused()
+
+    # Judge: a digit, r, the reason, Escape, s; the next card not judged takes the focus.
+    verdicts = {
+        "c3": ("4", "A statement about the sources, not about returns."),
+        "c1": ("1", "D-01 says 14 days and excludes final-sale items."),
+        "c2": ("3", "D-02 does not say 'not before'."),
+    }
+    for key, (digit, reason) in verdicts.items():
+        expect(card(page, key)).to_be_focused()
+        page.keyboard.press(digit)
+        page.keyboard.press("r")
+        page.keyboard.type(reason)
+        page.keyboard.press("Escape")
+        page.keyboard.press("s")
+        expect(card(page, key).locator(".saved")).to_be_visible()
+    expect(card(page, "c1").locator(".verdict-label")).to_contain_text("Supported")
+    expect(card(page, "c2").locator(".verdict-label")).to_contain_text("Unsupported")
+    expect(card(page, "c3").locator(".verdict-label")).to_contain_text("Not assessable")
+    expect(page.get_by_role("button", name="Decomposition complete")).to_be_focused()
+    page.keyboard.press("c")
+    expect(page.locator("#review-status")).to_contain_text("decomposition complete")
+    # The labels keep their names; the keys are shown beside them, not read as part of them.
+    for name in ["Supported", "Partial", "Unsupported", "Not assessable"]:
+        expect(
+            verdict_form(page, "c1").get_by_role("radio", name=name, exact=True)
+        ).to_be_visible()
+    assert page.console_problems == []
+    assert page.failed_requests == []
