@@ -120,6 +120,45 @@ def test_a_blank_reason_is_refused_in_place_and_keeps_every_typed_text(
     ]
 
 
+def test_what_is_typed_in_a_cards_other_forms_survives_its_swap(server_page, server, tmp_path):
+    page = server_page
+    url = fresh_run(server, tmp_path, "q017-r1.jsonl")
+    log_in(page, "lead")
+    page.goto(url)
+    claim = card(page, "C-017-2")
+    claim.get_by_role("link", name="Rewrite, relink or withdraw").click()
+    claim.get_by_label("Claim text").fill("Final-sale items can be returned too.")
+    claim.locator("details.adjudicate summary").click()
+    adjudicate = claim.locator("details.adjudicate form")
+    adjudicate.get_by_label("Reason").fill("Adjudication draft.")
+    form = verdict_form(page, "C-017-2")
+    form.get_by_role("radio", name="Partial", exact=True).check()
+    form.get_by_label("Reason").fill("  ")
+    form.get_by_role("button", name="Save").click()
+    expect(claim.get_by_role("alert")).to_contain_text(REASON_REQUIRED)
+    # The refused card came back whole: the rewrite and the adjudication kept their text.
+    expect(claim.get_by_label("Claim text")).to_have_value("Final-sale items can be returned too.")
+    expect(claim.locator("details.adjudicate form").get_by_label("Reason")).to_have_value(
+        "Adjudication draft."
+    )
+
+    verdict_form(page, "C-017-2").get_by_label("Reason").fill("D-01 says 30 days only.")
+    verdict_form(page, "C-017-2").get_by_role("button", name="Save").click()
+    expect(claim.locator(".saved")).to_be_visible()
+    expect(claim.get_by_label("Claim text")).to_have_value("Final-sale items can be returned too.")
+
+    # A refused rewrite keeps the note typed in the verdict form beside it.
+    verdict_form(page, "C-017-2").get_by_label("Unresolved note").fill("Ask about v5.")
+    claim.get_by_label("Reason for the change").fill("   ")
+    claim.get_by_role("button", name="Save claim revision").click()
+    expect(claim.get_by_role("alert")).to_contain_text("A reason for the change is required")
+    expect(claim.get_by_label("Claim text")).to_have_value("Final-sale items can be returned too.")
+    expect(verdict_form(page, "C-017-2").get_by_label("Unresolved note")).to_have_value(
+        "Ask about v5."
+    )
+    assert [p for p in page.console_problems if "status of 400" not in p] == []
+
+
 def test_a_stale_form_says_so_in_place_and_saves_once_sent_again(server_page, server, tmp_path):
     page = server_page
     url = fresh_run(server, tmp_path, "q017-r1.jsonl")
