@@ -369,10 +369,13 @@ def claim_add(request: HtmxHttpRequest, slug: str, run_id: str, case_id: str) ->
         return redirect(_case_url(page, f"card-{claim.key}", name="claim_suggestions"))
     page = _page(request, slug, run_id, case_id)
     card = page.card(claim.key)
-    opened = bool(data.get("suggestions"))  # the suggestions are open: mark the accepted one
-    context = _context(
-        page, card=card, only=claim.key, suggestions=_suggestion_rows(page) if opened else None
-    )
+    # The suggestions are open: mark the ones the claim took (the others, and what is
+    # typed in them, stay as they are).
+    rows = _suggestion_rows(page) if data.get("suggestions") else []
+    taken = [row for row in rows if row.taken] + [
+        part for row in rows if not row.taken for part in row.parts if part.taken
+    ]
+    context = _context(page, card=card, only=claim.key, taken_rows=taken)
     response = render(request, "cards/review.html#claim-added", context)
     return trigger_client_event(
         response, "claim-added", {"key": claim.key, "number": data.get("number", "")},

@@ -52,9 +52,13 @@ def test_suggested_sentences_and_parts_are_accepted_edited_and_merged(
     expect(suggestions.locator("input[name=spans]:not([type=hidden])")).to_have_count(0)
 
     second.fill("Refund processing starts\nwhen the item reaches the warehouse.")
+    third = suggestions.get_by_label("Suggested claim 3", exact=True)
+    third.fill("Edited before the second one was accepted.")
     suggestions.get_by_role("button", name="Accept suggestion 2", exact=True).click()
     expect(card(page, "c1")).to_contain_text("when the item reaches the warehouse.")
     expect(card(page, "c1")).to_contain_text(D02)
+    expect(third).to_have_value("Edited before the second one was accepted.")
+    third.fill("The sources do not say how long processing takes.")
 
     # The suggestions stay open, the accepted one marked, so the next is one click away.
     expect(suggestions).to_contain_text("added as c1")
