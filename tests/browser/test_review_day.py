@@ -528,3 +528,37 @@ def test_a_whole_case_is_reviewed_from_the_keyboard(server_page, server, tmp_pat
         ).to_be_visible()
     assert page.console_problems == []
     assert page.failed_requests == []
+
+
+def test_without_javascript_a_case_is_split_relinked_judged_and_completed(
+    plain_page, live, tmp_path
+):
+    page = plain_page
+    url = fresh_run(live, tmp_path, "q017-r3.jsonl", edit=uncited)
+    log_in(page, "alice")
+    page.goto(url)
+    card(page, "c1").get_by_role("button", name=f"Attach {D01}").click()
+    expect(card(page, "c1")).to_contain_text("Claim c1 revised: revision 2.")
+    expect(card(page, "c1").locator(".attached")).to_contain_text(D01)
+
+    page.get_by_role("link", name="Suggest a split").click()
+    suggestions = page.locator("#suggestions")
+    suggestions.get_by_role("button", name="Accept suggestion 2", exact=True).click()
+    expect(card(page, "c2")).to_contain_text(D02)
+    expect(page.locator("#suggestions")).to_contain_text("added as c2")
+    page.locator("#suggestions").get_by_label("Merge suggestion 3", exact=True).check()
+    page.get_by_label("Text of the merged claim").fill("No processing time is given.")
+    page.get_by_role("button", name="Merge selected into one claim").click()
+    expect(card(page, "c3")).to_contain_text("201–250")
+
+    form = verdict_form(page, "c2")
+    form.get_by_role("radio", name="Supported", exact=True).check()
+    form.get_by_label("Reason").fill("D-02 names the warehouse.")
+    form.get_by_role("button", name="Save").click()
+    expect(card(page, "c2").locator(".saved")).to_have_text("Saved, revision 2.")
+    # The bundle carried a claim, so the decomposition counts as complete: reopen, complete.
+    page.get_by_role("button", name="Reopen decomposition").click()
+    expect(page.locator("#review-status")).to_contain_text("unreviewed")
+    page.get_by_role("button", name="Decomposition complete").click()
+    expect(page.locator("#review-status")).to_contain_text("decomposition complete")
+    assert page.failed_requests == []
