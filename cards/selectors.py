@@ -378,6 +378,68 @@ def _sentence(plain: str, start: int, end: int) -> list[Suggestion]:
     return [Suggestion([(start, end)], _clean(plain, start, end), parts if len(parts) > 1 else [])]
 
 
+@dataclass
+class SuggestedClaim:
+    """A suggestion as the review page offers it: a sentence, or a part of one."""
+
+    number: str  # "2", or "1.2" for the second part of the first sentence
+    text: str
+    spans: str  # as the form sends it, "0-131"
+    taken: str = ""  # the key of a current claim that covers it already
+    error: str = ""  # why accepting it was refused
+    parts: list[SuggestedClaim] = field(default_factory=list)
+
+    @property
+    def is_part(self) -> bool:
+        return "." in self.number
+
+    @property
+    def label(self) -> str:
+        if self.is_part:
+            sentence, part = self.number.split(".", 1)
+            return f"Part {part} of suggestion {sentence}"
+        return f"Suggested claim {self.number}"
+
+    @property
+    def button(self) -> str:
+        if self.is_part:
+            sentence, part = self.number.split(".", 1)
+            return f"Accept part {part} of suggestion {sentence}"
+        return f"Accept suggestion {self.number}"
+
+
+def suggestions_for(*, page: ReviewPage) -> list[SuggestedClaim]:
+    """The suggested split of the page's answer, each marked with a claim that covers it.
+
+    A suggestion is taken by a current claim whose spans contain every span of it. One
+    query (the markers).
+    """
+    response = page.response
+    markers = [(c.start, c.end) for c in response.citations.all() if c.start is not None]
+    claimed = [(card.claim.key, card.revision.spans) for card in page.cards if not card.withdrawn]
+
+    def taken(spans) -> str:
+        for key, claim_spans in claimed:
+            if all(any(s <= a and b <= e for s, e in claim_spans) for a, b in spans):
+                return key
+        return ""
+
+    def value(spans) -> str:
+        return ",".join(f"{a}-{b}" for a, b in spans)
+
+    rows = []
+    for n, suggestion in enumerate(suggest_claims(response.text, markers), start=1):
+        row = SuggestedClaim(
+            str(n), suggestion.text, value(suggestion.spans), taken(suggestion.spans)
+        )
+        row.parts = [
+            SuggestedClaim(f"{n}.{m}", part.text, value(part.spans), taken(part.spans))
+            for m, part in enumerate(suggestion.parts, start=1)
+        ]
+        rows.append(row)
+    return rows
+
+
 def assignments_for_run(*, run: Run) -> dict[int, list[str]]:
     result: dict[int, list[str]] = {}
     for response_id, username in Assignment.objects.filter(response__run=run).values_list(

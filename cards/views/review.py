@@ -11,8 +11,6 @@ page shows them once, in the form or card the post came from.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpResponse, QueryDict
@@ -27,9 +25,10 @@ from cards.prechecks import PRECHECK_HELP
 from cards.selectors import (
     Card,
     ReviewPage,
+    SuggestedClaim,
     claim_for,
     review_page,
-    suggest_claims,
+    suggestions_for,
 )
 from cards.services import (
     StaleCard,
@@ -101,60 +100,9 @@ def _joined(errors: dict[str, list[str]]) -> str:
 # --- suggestions -------------------------------------------------------------------------------
 
 
-@dataclass
-class SuggestionRow:
-    """One suggested claim as the page offers it: a sentence, or a part of one."""
-
-    number: str  # "2", or "1.2" for the second part of the first sentence
-    text: str
-    spans: str  # the hidden field's value, "0-131"
-    taken: str = ""  # the key of a claim that covers it already
-    error: str = ""
-    parts: list[SuggestionRow] = field(default_factory=list)
-
-    @property
-    def is_part(self) -> bool:
-        return "." in self.number
-
-    @property
-    def label(self) -> str:
-        if self.is_part:
-            sentence, part = self.number.split(".", 1)
-            return f"Part {part} of suggestion {sentence}"
-        return f"Suggested claim {self.number}"
-
-    @property
-    def button(self) -> str:
-        if self.is_part:
-            sentence, part = self.number.split(".", 1)
-            return f"Accept part {part} of suggestion {sentence}"
-        return f"Accept suggestion {self.number}"
-
-
-def _spans_value(spans) -> str:
-    return ",".join(f"{a}-{b}" for a, b in spans)
-
-
-def _suggestion_rows(page: ReviewPage, kept: dict | None = None) -> list[SuggestionRow]:
-    markers = [(c.start, c.end) for c in page.response.citations.all() if c.start is not None]
-    claimed = [(card.claim.key, card.revision.spans) for card in page.cards if not card.withdrawn]
-
-    def taken(spans) -> str:
-        for key, claim_spans in claimed:
-            if all(any(s <= a and b <= e for s, e in claim_spans) for a, b in spans):
-                return key
-        return ""
-
-    rows = []
-    for n, suggestion in enumerate(suggest_claims(page.response.text, markers), start=1):
-        row = SuggestionRow(
-            str(n), suggestion.text, _spans_value(suggestion.spans), taken(suggestion.spans)
-        )
-        row.parts = [
-            SuggestionRow(f"{n}.{m}", part.text, _spans_value(part.spans), taken(part.spans))
-            for m, part in enumerate(suggestion.parts, start=1)
-        ]
-        rows.append(row)
+def _suggestion_rows(page: ReviewPage, kept: dict | None = None) -> list[SuggestedClaim]:
+    """The page's suggestions; a refused plain accept brings back its text and message."""
+    rows = suggestions_for(page=page)
     if kept and kept["action"] == "suggestion":
         for one in [r for row in rows for r in (row, *row.parts)]:
             if one.number == kept["data"].get("number"):
@@ -355,7 +303,7 @@ def claim_add(request: HtmxHttpRequest, slug: str, run_id: str, case_id: str) ->
             context |= {"merge_text": data.get("text", ""), "merge_error": message}
             template = "cards/review.html#merge"
         else:
-            context["row"] = SuggestionRow(
+            context["row"] = SuggestedClaim(
                 data.get("number", ""), data.get("text", ""), data.get("spans", ""), error=message
             )
             template = "cards/review.html#suggestion"
@@ -369,10 +317,13 @@ def claim_add(request: HtmxHttpRequest, slug: str, run_id: str, case_id: str) ->
         return redirect(_case_url(page, f"card-{claim.key}", name="claim_suggestions"))
     page = _page(request, slug, run_id, case_id)
     card = page.card(claim.key)
-    opened = bool(data.get("suggestions"))  # the suggestions are open: mark the accepted one
-    context = _context(
-        page, card=card, only=claim.key, suggestions=_suggestion_rows(page) if opened else None
-    )
+    # The suggestions are open: mark the ones the claim took (the others, and what is
+    # typed in them, stay as they are).
+    rows = _suggestion_rows(page) if data.get("suggestions") else []
+    taken = [row for row in rows if row.taken] + [
+        part for row in rows if not row.taken for part in row.parts if part.taken
+    ]
+    context = _context(page, card=card, only=claim.key, taken_rows=taken)
     response = render(request, "cards/review.html#claim-added", context)
     return trigger_client_event(
         response, "claim-added", {"key": claim.key, "number": data.get("number", "")},

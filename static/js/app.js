@@ -279,6 +279,91 @@
     }
   });
 
+  // --- What is typed in a card survives its swap -------------------------------------------
+  // An action on a card answers with the whole card (its verdicts, history and forms
+  // change). The form that was sent comes back as the server says (saved, or refused with
+  // what was typed); what was typed in the card's other forms is carried over, and an open
+  // rewrite form stays open when a verdict was saved beside it.
+  let carried = null;
+
+  function changed(field) {
+    if (field.type === "checkbox" || field.type === "radio") {
+      return field.checked !== field.defaultChecked;
+    }
+    if (field.tagName === "SELECT") {
+      return Array.from(field.options).some((option) => option.selected !== option.defaultSelected);
+    }
+    return field.value !== field.defaultValue;
+  }
+
+  // A card's forms by action, in order: a lead's verdict and adjudication share one.
+  function formsWithAction(card, action) {
+    return Array.from(card.querySelectorAll("form")).filter((form) => form.getAttribute("action") === action);
+  }
+
+  document.addEventListener("htmx:beforeSwap", function (event) {
+    const card = event.detail.target;
+    carried = null;
+    if (!event.detail.shouldSwap || !card || !card.matches || !card.matches("article.card")) {
+      return;
+    }
+    const sent = source(event) && source(event).closest("form");
+    const drafts = [];
+    card.querySelectorAll("form").forEach(function (form) {
+      if (form === sent) {
+        return;
+      }
+      form.querySelectorAll("textarea, input, select").forEach(function (field) {
+        if (field.name && field.type !== "hidden" && changed(field)) {
+          const action = form.getAttribute("action");
+          drafts.push({ action: action, index: formsWithAction(card, action).indexOf(form), field: field });
+        }
+      });
+    });
+    const slot = card.querySelector(".revise-slot");
+    const open = Array.from(card.querySelectorAll("details[open]")).map((details) => details.className);
+    // Only a verdict leaves the claim as it was: then an open rewrite form is still right.
+    const keepSlot = sent && sent.classList.contains("verdict-form") && slot && slot.querySelector("form") ? slot : null;
+    carried = { id: card.id, drafts: drafts, slot: keepSlot, open: open };
+  });
+
+  document.addEventListener("htmx:afterSwap", function () {
+    const kept = carried;
+    carried = null;
+    const card = kept && document.getElementById(kept.id);
+    if (!card) {
+      return;
+    }
+    const slot = card.querySelector(".revise-slot");
+    if (kept.slot && slot && !slot.querySelector("form")) {
+      slot.replaceWith(kept.slot);
+    }
+    kept.drafts.forEach(function (draft) {
+      const form = formsWithAction(card, draft.action)[draft.index];
+      const old = draft.field;
+      if (!form || form.contains(old)) {
+        return; // gone, or the very form kept above
+      }
+      if (old.type === "checkbox" || old.type === "radio") {
+        const field = Array.from(form.elements).find((f) => f.name === old.name && f.value === old.value);
+        if (field && !changed(field)) {
+          field.checked = old.checked;
+        }
+      } else {
+        const field = Array.from(form.elements).find((f) => f.name === old.name && f.tagName === old.tagName);
+        if (field && !changed(field)) {
+          field.value = old.value;
+        }
+      }
+    });
+    kept.open.forEach(function (name) {
+      const details = Array.from(card.querySelectorAll("details")).find((d) => d.className === name);
+      if (details) {
+        details.open = true;
+      }
+    });
+  });
+
   // --- A request that could not be answered in place ------------------------------------------
   // Refused and stale forms (400, 403, 409) come back as fragments that htmx swaps in
   // place (base.html). Anything else (a server failure, a lost connection, a whole page

@@ -52,9 +52,13 @@ def test_suggested_sentences_and_parts_are_accepted_edited_and_merged(
     expect(suggestions.locator("input[name=spans]:not([type=hidden])")).to_have_count(0)
 
     second.fill("Refund processing starts\nwhen the item reaches the warehouse.")
+    third = suggestions.get_by_label("Suggested claim 3", exact=True)
+    third.fill("Edited before the second one was accepted.")
     suggestions.get_by_role("button", name="Accept suggestion 2", exact=True).click()
     expect(card(page, "c1")).to_contain_text("when the item reaches the warehouse.")
     expect(card(page, "c1")).to_contain_text(D02)
+    expect(third).to_have_value("Edited before the second one was accepted.")
+    third.fill("The sources do not say how long processing takes.")
 
     # The suggestions stay open, the accepted one marked, so the next is one click away.
     expect(suggestions).to_contain_text("added as c1")
@@ -118,6 +122,45 @@ def test_a_blank_reason_is_refused_in_place_and_keeps_every_typed_text(
     assert page.console_problems == [
         "Failed to load resource: the server responded with a status of 400 (Bad Request)"
     ]
+
+
+def test_what_is_typed_in_a_cards_other_forms_survives_its_swap(server_page, server, tmp_path):
+    page = server_page
+    url = fresh_run(server, tmp_path, "q017-r1.jsonl")
+    log_in(page, "lead")
+    page.goto(url)
+    claim = card(page, "C-017-2")
+    claim.get_by_role("link", name="Rewrite, relink or withdraw").click()
+    claim.get_by_label("Claim text").fill("Final-sale items can be returned too.")
+    claim.locator("details.adjudicate summary").click()
+    adjudicate = claim.locator("details.adjudicate form")
+    adjudicate.get_by_label("Reason").fill("Adjudication draft.")
+    form = verdict_form(page, "C-017-2")
+    form.get_by_role("radio", name="Partial", exact=True).check()
+    form.get_by_label("Reason").fill("  ")
+    form.get_by_role("button", name="Save").click()
+    expect(claim.get_by_role("alert")).to_contain_text(REASON_REQUIRED)
+    # The refused card came back whole: the rewrite and the adjudication kept their text.
+    expect(claim.get_by_label("Claim text")).to_have_value("Final-sale items can be returned too.")
+    expect(claim.locator("details.adjudicate form").get_by_label("Reason")).to_have_value(
+        "Adjudication draft."
+    )
+
+    verdict_form(page, "C-017-2").get_by_label("Reason").fill("D-01 says 30 days only.")
+    verdict_form(page, "C-017-2").get_by_role("button", name="Save").click()
+    expect(claim.locator(".saved")).to_be_visible()
+    expect(claim.get_by_label("Claim text")).to_have_value("Final-sale items can be returned too.")
+
+    # A refused rewrite keeps the note typed in the verdict form beside it.
+    verdict_form(page, "C-017-2").get_by_label("Unresolved note").fill("Ask about v5.")
+    claim.get_by_label("Reason for the change").fill("   ")
+    claim.get_by_role("button", name="Save claim revision").click()
+    expect(claim.get_by_role("alert")).to_contain_text("A reason for the change is required")
+    expect(claim.get_by_label("Claim text")).to_have_value("Final-sale items can be returned too.")
+    expect(verdict_form(page, "C-017-2").get_by_label("Unresolved note")).to_have_value(
+        "Ask about v5."
+    )
+    assert [p for p in page.console_problems if "status of 400" not in p] == []
 
 
 def test_a_stale_form_says_so_in_place_and_saves_once_sent_again(server_page, server, tmp_path):
@@ -484,4 +527,38 @@ def test_a_whole_case_is_reviewed_from_the_keyboard(server_page, server, tmp_pat
             verdict_form(page, "c1").get_by_role("radio", name=name, exact=True)
         ).to_be_visible()
     assert page.console_problems == []
+    assert page.failed_requests == []
+
+
+def test_without_javascript_a_case_is_split_relinked_judged_and_completed(
+    plain_page, live, tmp_path
+):
+    page = plain_page
+    url = fresh_run(live, tmp_path, "q017-r3.jsonl", edit=uncited)
+    log_in(page, "alice")
+    page.goto(url)
+    card(page, "c1").get_by_role("button", name=f"Attach {D01}").click()
+    expect(card(page, "c1")).to_contain_text("Claim c1 revised: revision 2.")
+    expect(card(page, "c1").locator(".attached")).to_contain_text(D01)
+
+    page.get_by_role("link", name="Suggest a split").click()
+    suggestions = page.locator("#suggestions")
+    suggestions.get_by_role("button", name="Accept suggestion 2", exact=True).click()
+    expect(card(page, "c2")).to_contain_text(D02)
+    expect(page.locator("#suggestions")).to_contain_text("added as c2")
+    page.locator("#suggestions").get_by_label("Merge suggestion 3", exact=True).check()
+    page.get_by_label("Text of the merged claim").fill("No processing time is given.")
+    page.get_by_role("button", name="Merge selected into one claim").click()
+    expect(card(page, "c3")).to_contain_text("201–250")
+
+    form = verdict_form(page, "c2")
+    form.get_by_role("radio", name="Supported", exact=True).check()
+    form.get_by_label("Reason").fill("D-02 names the warehouse.")
+    form.get_by_role("button", name="Save").click()
+    expect(card(page, "c2").locator(".saved")).to_have_text("Saved, revision 2.")
+    # The bundle carried a claim, so the decomposition counts as complete: reopen, complete.
+    page.get_by_role("button", name="Reopen decomposition").click()
+    expect(page.locator("#review-status")).to_contain_text("unreviewed")
+    page.get_by_role("button", name="Decomposition complete").click()
+    expect(page.locator("#review-status")).to_contain_text("decomposition complete")
     assert page.failed_requests == []
