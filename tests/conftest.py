@@ -226,8 +226,11 @@ def demo_sqlite(request, tmp_path_factory) -> Path:
     env = sqlite_env(path)
     manage = [sys.executable, str(ROOT / "manage.py")]
     if connection.vendor == "sqlite":
-        # The suite's own database is migrated already, and empty between tests.
+        # pytest-django sets up no test database when no collected test needs one (the
+        # browser's folder run alone): the connection then names the development file.
         request.getfixturevalue("django_db_setup")
+    if connection.vendor == "sqlite" and "memory" in str(connection.settings_dict["NAME"]):
+        # The suite's own database is migrated already, and empty between tests.
         blocker = request.getfixturevalue("django_db_blocker")
         with blocker.unblock(), closing(sqlite3.connect(path)) as target:
             assert not connection.in_atomic_block, "a copy would wait for our own transaction"

@@ -18,7 +18,7 @@ import sys
 import time
 import uuid
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -54,17 +54,39 @@ def _admin_sql(url: str, statement: str) -> None:
         conn.execute(statement)
 
 
-@dataclass(frozen=True)
+@dataclass
 class LiveServer:
     url: str
     env: dict[str, str]  # the server's environment, DATABASE_URL included
+    worker: subprocess.Popen | None = field(default=None, repr=False)
 
     def manage(self, *args: str) -> subprocess.CompletedProcess:
-        """Run a management command against the server's database."""
-        return subprocess.run(
-            [sys.executable, str(ROOT / "manage.py"), *args],
-            env=self.env, cwd=ROOT, check=True, capture_output=True, text=True,
-        )  # fmt: skip
+        """Run a management command against the server's database; raise if it fails.
+
+        In one long-lived process (tests/browser/manage_worker.py): starting Django for
+        each command cost more than most commands.
+        """
+        if self.worker is None:
+            self.worker = subprocess.Popen(
+                [sys.executable, str(Path(__file__).with_name("manage_worker.py"))],
+                env={**self.env, "PYTHONPATH": str(ROOT)}, cwd=ROOT, text=True,
+                stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+            )  # fmt: skip
+        self.worker.stdin.write(json.dumps(args) + "\n")
+        self.worker.stdin.flush()
+        line = self.worker.stdout.readline()
+        if not line:
+            raise RuntimeError(f"the manage worker ended (exit {self.worker.wait()})")
+        answer = json.loads(line)
+        done = subprocess.CompletedProcess(["manage.py", *args], **answer)
+        done.check_returncode()
+        return done
+
+    def stop(self) -> None:
+        if self.worker is not None:
+            self.worker.stdin.close()
+            self.worker.wait(timeout=10)
+            self.worker = None
 
 
 def _serve(request, tmp_path_factory, *, debug: bool) -> Iterator[LiveServer]:
@@ -112,12 +134,26 @@ def _serve(request, tmp_path_factory, *, debug: bool) -> Iterator[LiveServer]:
                 time.sleep(0.2)
         else:
             raise RuntimeError("the test server did not start")
-        yield LiveServer(url=f"http://127.0.0.1:{port}", env=env)
+        live = LiveServer(url=f"http://127.0.0.1:{port}", env=env)
+        yield live
+        live.stop()
     finally:
         server.terminate()
         server.wait(timeout=10)
         if dropped:
             _admin_sql(base, f'DROP DATABASE IF EXISTS "{dropped}" WITH (FORCE)')
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _demo_file_before_the_browser(request) -> None:
+    """On SQLite, the servers copy the suite's demo file: build it before Playwright starts.
+
+    It is built through the ORM, which Django refuses once Playwright's event loop runs
+    in this thread (SynchronousOnlyOperation): an autouse session fixture sets up before
+    the `browser` fixture, whichever test of this folder runs first.
+    """
+    if not os.environ.get("DATABASE_URL", "").startswith(("postgres://", "postgresql://")):
+        request.getfixturevalue("demo_sqlite")
 
 
 @pytest.fixture(scope="session")
