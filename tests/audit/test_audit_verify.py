@@ -38,6 +38,7 @@ from tests.audit.test_audit_zip import (
     rezip,
     rows,
     run_verify,
+    run_verify_each,
     sha256,
 )
 from tests.conftest import FIXTURES, import_fixture
@@ -111,7 +112,15 @@ def tampered(tmp_path: Path, files: dict[str, bytes], name: str = "tampered.zip"
 
 def failure(exported: Exported, package: Path, *args: str) -> str:
     """verify.py's one line of failure; it must exit 1, on stdout, with nothing on stderr."""
-    done = run_verify(exported.verifier, package, *args)
+    return failure_line(run_verify(exported.verifier, package, *args))
+
+
+def failures(exported: Exported, packages: list[Path]) -> list[str]:
+    """`failure` of each package, verified in one process (see run_verify_each)."""
+    return [failure_line(done) for done in run_verify_each(exported.verifier, packages)]
+
+
+def failure_line(done: subprocess.CompletedProcess) -> str:
     assert (done.returncode, done.stderr) == (1, ""), done
     (line,) = done.stdout.splitlines()
     assert line.startswith("FAIL ")
@@ -186,14 +195,18 @@ def test_canonical_lines_rewritten_unchanged_are_the_same_bytes(exported):
 
 def test_a_byte_changed_anywhere_in_any_file_fails_naming_that_file(exported, tmp_path):
     generator = random.Random(20261130)
-    named: dict[str, list[str]] = {}
+    packages: list[tuple[str, Path]] = []
     for name, data in exported.files.items():
-        for _ in range(2):
+        for copy in range(2):
             files = dict(exported.files)
             changed = bytearray(data)
             changed[generator.randrange(len(changed))] ^= generator.randrange(1, 256)
             files[name] = bytes(changed)
-            named.setdefault(name, []).append(failure(exported, tampered(tmp_path, files)))
+            packages.append((name, tampered(tmp_path, files, f"{len(packages)}-{copy}.zip")))
+    named: dict[str, list[str]] = {}
+    lines = failures(exported, [package for _, package in packages])
+    for (name, _), line in zip(packages, lines, strict=True):
+        named.setdefault(name, []).append(line)
     assert len(named) == len(exported.files) > 40
     for name, found in named.items():
         for line in found:
@@ -554,10 +567,9 @@ def test_a_flipped_byte_in_compressed_data_is_reported_not_a_traceback(exported,
     )
     start = info.header_offset + 30 + name_length + extra_length
     generator = random.Random(6)
-    for position in sorted(generator.sample(range(start, start + info.compress_size), 20)):
-        line = failure(
-            exported, flipped(exported, tmp_path, position, generator.randrange(1, 256))
-        )
+    positions = sorted(generator.sample(range(start, start + info.compress_size), 20))
+    packages = [flipped(exported, tmp_path, at, generator.randrange(1, 256)) for at in positions]
+    for position, line in zip(positions, failures(exported, packages), strict=True):
         assert line.startswith(f"FAIL {REVISIONS}:"), (position, line)
 
 
