@@ -26,6 +26,7 @@ from django.contrib.auth.models import User
 from django.core.cache import cache
 from django.db import connection, transaction
 from django.test import override_settings
+from hypothesis import settings as hypothesis_settings
 from psycopg import pq
 
 from evidence.models import Project, Role
@@ -42,6 +43,10 @@ KNOWN_ANSWERS = (
     if (SHARED_FIXTURES / "expected.json").exists()
     else FIXTURES / "expected.json"
 )
+# Property tests: Hypothesis's 100 examples a test in `make test`; `HYPOTHESIS_PROFILE=thorough`
+# for ten times as many (docs/testing.md).
+hypothesis_settings.register_profile("thorough", max_examples=1000)
+hypothesis_settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "default"))
 PASSWORD = "correct horse battery staple"
 # The password of the demo users in the databases of subprocesses and the browser tests.
 DEMO_PASSWORD = "browser-test-password"

@@ -40,8 +40,9 @@ BRANCHES = {
     for kind in LINE_KINDS
 }
 
+# As many examples as the profile gives (tests/conftest.py): 100 by default, 1,000 with
+# HYPOTHESIS_PROFILE=thorough.
 PROPERTY = settings(
-    max_examples=300,
     deadline=None,
     print_blob=True,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
