@@ -14,8 +14,8 @@ def test_the_side_by_side_page_aligns_claims_and_marks_changes(client, reviewer,
     assert "▲ improved" in content and "verdict changed" in content
     assert 'prompt_version <span class="badge">differs</span>' in content
     assert response.context["summary"] == {
-        "pairs": 1, "comparable": 1, "regressions": 0, "improvements": 1, "left_out": 0,
-        "reasons": {},
+        "pairs": 1, "comparable": 1, "regressions": 0, "improvements": 1, "unreviewed": 0,
+        "left_out": 0, "reasons": {},
     }  # fmt: skip
 
 
@@ -73,7 +73,7 @@ def test_the_side_by_side_page_sees_a_verdict_saved_after_it_was_cached(client, 
     url = reverse("run_compare", args=["demo"])
     query = {"a": "q017-r1", "b": "q017-r2"}  # default source: no reviewer verdict yet
     before = client.get(url, query).context["comparison"]
-    assert before.pairs[0].facts["G1"].a == "unsupported"
+    assert before.pairs[0].facts["G1"].a == "unreviewed"
     claim = Claim.objects.get(response__run__run_id="q017-r1", key="C-017-2")
     verdict_save(
         claim=claim, author=lead, support="supported", reason="D-01 gives 30 days.",
@@ -81,3 +81,14 @@ def test_the_side_by_side_page_sees_a_verdict_saved_after_it_was_cached(client, 
     )  # fmt: skip
     after = client.get(url, query).context["comparison"]
     assert after.pairs[0].facts["G1"].a == "supported"
+
+
+def test_a_drifted_pair_shows_its_facts_but_not_as_improved(client, reviewer, demo_runs):
+    client.force_login(reviewer)
+    url = reverse("run_compare", args=["demo"])
+    response = client.get(
+        url, {"a": "q017-r1", "b": "q017-r3", "source": "annotator:seed-protocol"}
+    )
+    content = response.content.decode()
+    assert "not compared" in content and "▲ improved" not in content
+    assert response.context["summary"]["improvements"] == 0
