@@ -83,6 +83,25 @@ def test_the_side_by_side_page_sees_a_verdict_saved_after_it_was_cached(client, 
     assert after.pairs[0].facts["G1"].a == "supported"
 
 
+def test_two_runs_nobody_here_judged_offer_the_imported_verdicts_not_zero_improved(
+    client, reviewer, demo_runs
+):
+    client.force_login(reviewer)
+    url = reverse("run_compare", args=["demo"])
+    response = client.get(url, {"a": "q017-r1", "b": "q017-r2", "show": "all"})
+    assert response.context["offer"].runs == ["q017-r1", "q017-r2"]
+    assert response.context["summary"]["improvements"] == 0
+    assert response.context["summary"]["unreviewed"] == 1
+    content = response.content.decode()
+    assert "? not judged" in content and "▲ improved" not in content
+    link = "?a=q017-r1&amp;b=q017-r2&amp;show=all&amp;source=annotator%3Aseed-protocol"
+    assert f'href="{link}"' in content
+    followed = client.get(url, {"a": "q017-r1", "b": "q017-r2", "show": "all",
+                                "source": "annotator:seed-protocol"})  # fmt: skip
+    assert followed.context["offer"] is None
+    assert followed.context["summary"]["improvements"] == 1
+
+
 def test_a_drifted_pair_shows_its_facts_but_not_as_improved(client, reviewer, demo_runs):
     client.force_login(reviewer)
     url = reverse("run_compare", args=["demo"])
@@ -92,3 +111,17 @@ def test_a_drifted_pair_shows_its_facts_but_not_as_improved(client, reviewer, de
     content = response.content.decode()
     assert "not compared" in content and "▲ improved" not in content
     assert response.context["summary"]["improvements"] == 0
+
+
+def test_the_comparison_page_takes_a_fixed_number_of_queries(
+    client, reviewer, demo_runs, django_assert_max_num_queries
+):
+    client.force_login(reviewer)
+    url = reverse("run_compare", args=["demo"])
+    query = {"a": "q017-r1", "b": "q017-r2"}
+    with django_assert_max_num_queries(27):
+        assert client.get(url, query).context["offer"] is not None
+    # Cached: the session, the membership, the runs, the roster, the state the cache key
+    # is made of, and whether anybody here judged either run.
+    with django_assert_max_num_queries(11):
+        assert client.get(url, query).context["offer"] is not None
