@@ -43,7 +43,7 @@ def test_a_comparison_nobody_judged_opens_the_imported_verdicts_in_one_click(
     log_in(page, "lead")
     page.goto(f"/p/demo/compare/?a={before}&b={after}&show=improvements")
     band = page.get_by_role("region", name="Summary")
-    expect(band).to_contain_text("▲ 0 with an improved fact")
+    expect(band).to_contain_text("improved or regressed: not known until both runs are judged")
     expect(band).to_contain_text("1 with a fact nobody judged")
     page.get_by_role("link", name="Compare the verdicts of seed-protocol").click()
     page.wait_for_url(re.compile(r"source=annotator%3Aseed-protocol"))

@@ -94,6 +94,7 @@ def test_two_runs_nobody_here_judged_offer_the_imported_verdicts_not_zero_improv
     assert response.context["summary"]["unreviewed"] == 1
     content = response.content.decode()
     assert "? not judged" in content and "▲ improved" not in content
+    assert "with an improved fact" not in content and "not known until both runs" in content
     link = "?a=q017-r1&amp;b=q017-r2&amp;show=all&amp;source=annotator%3Aseed-protocol"
     assert f'href="{link}"' in content
     followed = client.get(url, {"a": "q017-r1", "b": "q017-r2", "show": "all",
