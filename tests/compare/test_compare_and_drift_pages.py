@@ -126,3 +126,21 @@ def test_the_comparison_page_takes_a_fixed_number_of_queries(
     # is made of, and whether anybody here judged either run.
     with django_assert_max_num_queries(11):
         assert client.get(url, query).context["offer"] is not None
+
+
+def test_one_judged_run_against_one_nobody_judged_shows_no_invented_regression(
+    client, reviewer, demo_runs
+):
+    from cards.models import Claim
+    from tests.cards.conftest import judge
+
+    for claim in Claim.objects.filter(response__run__run_id="q017-r1"):
+        judge(claim, reviewer, "supported", "The passage says so.", seen_own_seq=None)
+    client.force_login(reviewer)
+    response = client.get(reverse("run_compare", args=["demo"]), {"a": "q017-r1", "b": "q017-r2"})
+    assert response.context["offer"].runs == ["q017-r2"]
+    [pair] = response.context["comparison"].pairs
+    assert {fact: (f.a, f.b, f.change) for fact, f in pair.facts.items()} == dict.fromkeys(
+        ("G1", "G2", "G3"), ("supported", "unreviewed", "unreviewed")
+    )
+    assert response.context["summary"]["regressions"] == 0
