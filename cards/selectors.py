@@ -6,16 +6,17 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from django.db.models import Prefetch
+from django.db.models import Exists, OuterRef, Prefetch
 from django.http import Http404
 
+from cards.annotators import Roster
 from cards.blind import Sighted, hidden_from, sightings
 from cards.models import Assignment, Claim, ClaimRevision, Origin, VerdictRevision
 from cards.prechecks import ClaimFacts, PassageFacts, ResponseFacts, prechecks
 from cards.progress import latest_review_complete
 from cards.rules import masked, refs_for_spans, sentences
+from cards.verdicts import Source, is_informed, newest_labels
 from cards.verdicts import current as current_verdict
-from cards.verdicts import is_informed, newest_labels
 from evidence.drift import drifted_from
 from evidence.models import Membership, Passage
 from replay.models import Citation, Response, Retrieval, Run
@@ -480,3 +481,36 @@ def disagreements(*, run: Run) -> list[Disagreement]:
                 adjudication = next((v for v in verdicts if v.origin == Origin.ADJUDICATION), None)
                 found.append(Disagreement(claim, revision, list(labels.values()), adjudication))
     return found
+
+
+@dataclass(frozen=True)
+class ImportedOffer:
+    """Runs in which no local reviewer judged anything, and the imported annotators to read
+    instead: the default verdicts would count every claim of those runs as unreviewed."""
+
+    runs: list[str]  # run ids, in the order asked
+    annotators: list[tuple[str, str]]  # (name as shown, source label), one link each
+
+
+def imported_offer(*, runs: list[Run], roster: Roster, source: Source) -> ImportedOffer | None:
+    """What to offer when the default source finds no verdict in some of these runs.
+
+    None unless the default source is chosen and one of the runs has no local verdict (a
+    reviewer's or an adjudication). One query, an EXISTS per run.
+    """
+    if source.mode != "default":
+        return None
+    local = VerdictRevision.objects.filter(
+        claim__response__run=OuterRef("pk"), origin__in=[Origin.REVIEW, Origin.ADJUDICATION]
+    )
+    judged = dict(
+        Run.objects.filter(pk__in=[run.pk for run in runs])
+        .annotate(judged=Exists(local))
+        .values_list("pk", "judged")
+    )
+    empty = [run.run_id for run in runs if not judged.get(run.pk)]
+    if not empty:
+        return None
+    imported = [a for a in roster.annotators if a.imported]
+    annotators = [(roster.name(a), Source.of(a, roster=roster).label) for a in imported]
+    return ImportedOffer(empty, annotators)

@@ -27,6 +27,7 @@ from evidence.models import Expectation
 from replay.models import Run
 
 ORDER = {"absent": 0, "unsupported": 1, "partial": 2, "supported": 3}
+UNREVIEWED = "unreviewed"  # a fact reported only by claims nobody judged (docs/decisions.md)
 SIMILAR_ENOUGH = 0.75  # difflib ratio from which two unmatched claims count as the same claim
 
 
@@ -37,6 +38,9 @@ class FactChange:
 
     @property
     def change(self) -> str:
+        # Nobody judged one side: whether it improved is unknown, so it is neither.
+        if UNREVIEWED in (self.a, self.b):
+            return UNREVIEWED
         if ORDER[self.b] > ORDER[self.a]:
             return "improved"
         if ORDER[self.b] < ORDER[self.a]:
@@ -59,7 +63,9 @@ class Pair:
 
     @property
     def changes(self) -> set[str]:
-        return {f.change for f in self.facts.values()}
+        """How its facts changed; none for a pair that is not comparable, which is never
+        counted as improved or regressed (its evidence or expectation differs)."""
+        return {f.change for f in self.facts.values()} if self.comparable else set()
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -119,17 +125,23 @@ def _p(value: Proportion) -> dict | None:
 
 
 def fact_status(claims: list[ClaimState], fact_id: str, source: Source) -> str:
-    """Best verdict among current factual claims reporting the fact, or absent."""
-    best = "absent"
+    """Best verdict among current factual claims reporting the fact, or absent.
+
+    Beside a judged claim an unreviewed one counts as unsupported (metrics.md); a fact
+    whose claims nobody judged is `unreviewed`, not `unsupported`.
+    """
+    best, reported, judged = "absent", False, False
     for claim in claims:
         if claim.withdrawn or claim.kind != "factual" or fact_id not in claim.facts:
             continue
+        reported = True
         view = choose(claim, source)
+        judged = judged or view is not None
         support = view.support if view else "unsupported"
         status = support if support in ("supported", "partial") else "unsupported"
         if ORDER[status] > ORDER[best]:
             best = status
-    return best
+    return UNREVIEWED if reported and not judged else best
 
 
 def match_claims(a: list[ClaimState], b: list[ClaimState]) -> tuple[list, list, list]:

@@ -79,6 +79,7 @@ def summary_band(comparison: Comparison) -> dict:
         "comparable": len(comparable),
         "regressions": sum(1 for p in comparable if "regressed" in p.changes),
         "improvements": sum(1 for p in comparable if "improved" in p.changes),
+        "unreviewed": sum(1 for p in comparable if "unreviewed" in p.changes),
         "left_out": comparison.left_out,
         "reasons": reasons,
     }

@@ -11,6 +11,7 @@ from cards.annotators import roster_of
 from cards.blind import require_unblinded
 from cards.metrics import Source
 from cards.models import Diagnosis
+from cards.selectors import imported_offer
 from compare.comparison import compare_runs_cached
 from compare.rows import filter_pairs, metadata_rows, pair_rows, summary_band
 from evidence.access import membership_for
@@ -42,6 +43,7 @@ def run_compare(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     context |= {
         "comparison": comparison,
         "source": source,
+        "offer": imported_offer(runs=[run_a, run_b], roster=roster, source=source),
         "show": request.GET.get("show", "all"),
         "page": page,
         "rows": [pair_rows(pair, source) for pair in page.object_list],

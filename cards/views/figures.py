@@ -22,6 +22,7 @@ from cards.dashboard import (
     verdict_counts,
 )
 from cards.metrics import Source, run_metrics
+from cards.selectors import imported_offer
 from cards.verdicts import LABELS
 from evidence.access import membership_for
 from evidence.http import HtmxHttpRequest
@@ -72,6 +73,8 @@ def run_figures(
         "run": run,
         "figures": figures,
         "source": source,
+        # Nobody here judged the run: say so, and offer the imported verdicts in one click.
+        "offer": imported_offer(runs=[run], roster=roster, source=source),
         "annotators": annotators,
         "agreement": agreement,
         "labels": LABELS,

@@ -185,3 +185,15 @@ def test_the_side_by_side_page_offers_both_namesakes_and_keeps_the_chosen_one(
     assert '<option value="annotator:alice" >' in content
     nobody = client.get(url, {"a": "q017-r1", "b": "q017-r2", "source": "annotator:lead"})
     assert '<option value="annotator:lead" selected>' in nobody.content.decode()
+
+
+def test_the_offer_of_imported_verdicts_names_the_namesake_of_an_account(
+    client, imported_alice, reviewer
+):
+    client.force_login(reviewer)
+    url = reverse("run_figures", args=["demo", "q017-r1"])
+    response = client.get(url)
+    assert response.context["offer"].annotators == [("imported:alice", "annotator:imported:alice")]
+    followed = client.get(url, {"source": "annotator:imported:alice"})
+    assert followed.context["source"].annotator == Annotator("alice", imported=True)
+    assert followed.context["offer"] is None

@@ -71,10 +71,11 @@ def test_the_dashboard_query_count_is_constant(client, reviewer, django_assert_m
             *synthetic_bundle(run_id="large", cases=40, claims=6, revisions=2, snapshot="s2")
         )
     )
-    # 15: one is the claims' citations, for passages their responses never retrieved.
-    with django_assert_max_num_queries(15) as small:
+    # 16: one is the claims' citations, for passages their responses never retrieved, one
+    # asks whether anybody here judged the run (to offer the imported verdicts if not).
+    with django_assert_max_num_queries(16) as small:
         client.get(figures_url("small"))
-    with django_assert_max_num_queries(15) as large:
+    with django_assert_max_num_queries(16) as large:
         client.get(figures_url("large"))
     assert len(small.captured_queries) == len(large.captured_queries)
 
@@ -110,3 +111,42 @@ def test_the_per_case_table_pages_through_every_case(client, lead):
     second = client.get(figures_url("many"), {"page": "2"})
     assert second.context["cases"].number == 2
     assert 'href="?page=1#cases-h"' in second.content.decode()
+
+
+def test_a_run_nobody_here_judged_offers_its_imported_verdicts_in_one_click(
+    client, reviewer, demo_runs
+):
+    client.force_login(reviewer)
+    response = client.get(figures_url("q017-r1"))
+    offer = response.context["offer"]
+    assert offer.runs == ["q017-r1"]
+    assert offer.annotators == [("seed-protocol", "annotator:seed-protocol")]
+    link = figures_url("q017-r1") + "?source=annotator%3Aseed-protocol"
+    content = response.content.decode()
+    assert "No reviewer of this project has judged this run yet" in content
+    assert f'href="{link}"' in content
+    followed = client.get(link)
+    assert followed.context["offer"] is None
+    assert followed.context["source"].label == "annotator:seed-protocol"
+    assert followed.context["figures"].totals["verdicts"]["unreviewed"] == 0
+
+
+def test_no_offer_once_a_reviewer_judged_or_for_another_source(client, reviewer, demo_runs):
+    from cards.models import Claim
+    from cards.services import verdict_save
+
+    client.force_login(reviewer)
+    assert client.get(figures_url("q017-r1") + "?source=consensus").context["offer"] is None
+    claim = Claim.objects.get(response__run__run_id="q017-r1", key="C-017-2")
+    verdict_save(
+        claim=claim, author=reviewer, support="supported", reason="D-01 gives 30 days.",
+        seen_claim_seq=1, seen_own_seq=None,
+    )  # fmt: skip
+    assert client.get(figures_url("q017-r1")).context["offer"] is None
+
+
+def test_a_run_judged_by_nobody_at_all_says_to_review_it(client, reviewer, demo_runs):
+    client.force_login(reviewer)
+    response = client.get(figures_url("q017-r3"))
+    assert response.context["offer"].annotators == []
+    assert "Nothing was judged on import either" in response.content.decode()

@@ -14,8 +14,8 @@ def test_the_side_by_side_page_aligns_claims_and_marks_changes(client, reviewer,
     assert "▲ improved" in content and "verdict changed" in content
     assert 'prompt_version <span class="badge">differs</span>' in content
     assert response.context["summary"] == {
-        "pairs": 1, "comparable": 1, "regressions": 0, "improvements": 1, "left_out": 0,
-        "reasons": {},
+        "pairs": 1, "comparable": 1, "regressions": 0, "improvements": 1, "unreviewed": 0,
+        "left_out": 0, "reasons": {},
     }  # fmt: skip
 
 
@@ -73,7 +73,7 @@ def test_the_side_by_side_page_sees_a_verdict_saved_after_it_was_cached(client, 
     url = reverse("run_compare", args=["demo"])
     query = {"a": "q017-r1", "b": "q017-r2"}  # default source: no reviewer verdict yet
     before = client.get(url, query).context["comparison"]
-    assert before.pairs[0].facts["G1"].a == "unsupported"
+    assert before.pairs[0].facts["G1"].a == "unreviewed"
     claim = Claim.objects.get(response__run__run_id="q017-r1", key="C-017-2")
     verdict_save(
         claim=claim, author=lead, support="supported", reason="D-01 gives 30 days.",
@@ -81,3 +81,66 @@ def test_the_side_by_side_page_sees_a_verdict_saved_after_it_was_cached(client, 
     )  # fmt: skip
     after = client.get(url, query).context["comparison"]
     assert after.pairs[0].facts["G1"].a == "supported"
+
+
+def test_two_runs_nobody_here_judged_offer_the_imported_verdicts_not_zero_improved(
+    client, reviewer, demo_runs
+):
+    client.force_login(reviewer)
+    url = reverse("run_compare", args=["demo"])
+    response = client.get(url, {"a": "q017-r1", "b": "q017-r2", "show": "all"})
+    assert response.context["offer"].runs == ["q017-r1", "q017-r2"]
+    assert response.context["summary"]["improvements"] == 0
+    assert response.context["summary"]["unreviewed"] == 1
+    content = response.content.decode()
+    assert "? not judged" in content and "▲ improved" not in content
+    assert "with an improved fact" not in content and "not known until both runs" in content
+    link = "?a=q017-r1&amp;b=q017-r2&amp;show=all&amp;source=annotator%3Aseed-protocol"
+    assert f'href="{link}"' in content
+    followed = client.get(url, {"a": "q017-r1", "b": "q017-r2", "show": "all",
+                                "source": "annotator:seed-protocol"})  # fmt: skip
+    assert followed.context["offer"] is None
+    assert followed.context["summary"]["improvements"] == 1
+
+
+def test_a_drifted_pair_shows_its_facts_but_not_as_improved(client, reviewer, demo_runs):
+    client.force_login(reviewer)
+    url = reverse("run_compare", args=["demo"])
+    response = client.get(
+        url, {"a": "q017-r1", "b": "q017-r3", "source": "annotator:seed-protocol"}
+    )
+    content = response.content.decode()
+    assert "not compared" in content and "▲ improved" not in content
+    assert response.context["summary"]["improvements"] == 0
+
+
+def test_the_comparison_page_takes_a_fixed_number_of_queries(
+    client, reviewer, demo_runs, django_assert_max_num_queries
+):
+    client.force_login(reviewer)
+    url = reverse("run_compare", args=["demo"])
+    query = {"a": "q017-r1", "b": "q017-r2"}
+    with django_assert_max_num_queries(27):
+        assert client.get(url, query).context["offer"] is not None
+    # Cached: the session, the membership, the runs, the roster, the state the cache key
+    # is made of, and whether anybody here judged either run.
+    with django_assert_max_num_queries(11):
+        assert client.get(url, query).context["offer"] is not None
+
+
+def test_one_judged_run_against_one_nobody_judged_shows_no_invented_regression(
+    client, reviewer, demo_runs
+):
+    from cards.models import Claim
+    from tests.cards.conftest import judge
+
+    for claim in Claim.objects.filter(response__run__run_id="q017-r1"):
+        judge(claim, reviewer, "supported", "The passage says so.", seen_own_seq=None)
+    client.force_login(reviewer)
+    response = client.get(reverse("run_compare", args=["demo"]), {"a": "q017-r1", "b": "q017-r2"})
+    assert response.context["offer"].runs == ["q017-r2"]
+    [pair] = response.context["comparison"].pairs
+    assert {fact: (f.a, f.b, f.change) for fact, f in pair.facts.items()} == dict.fromkeys(
+        ("G1", "G2", "G3"), ("supported", "unreviewed", "unreviewed")
+    )
+    assert response.context["summary"]["regressions"] == 0

@@ -64,7 +64,8 @@ def claim(
 
 # --- fact status: "the best verdict among the current factual claims linked to it
 # (supported > partial > unsupported; not_assessable and unreviewed count as unsupported
-# here), or absent when no claim reports it" ------------------------------------------------
+# here), or absent when no claim reports it"; a fact that only unreviewed claims report is
+# `unreviewed` (docs/decisions.md, issue 10) ---------------------------------------------
 
 FACT_ROWS = [
     pytest.param(
@@ -92,7 +93,31 @@ FACT_ROWS = [
         "unsupported",
         id="not-assessable-counts-as-unsupported",
     ),
-    pytest.param([claim("a")], Source(), "unsupported", id="unreviewed-counts-as-unsupported"),
+    pytest.param([claim("a")], Source(), "unreviewed", id="a-fact-nobody-judged-is-unreviewed"),
+    pytest.param(
+        [claim("a"), claim("b", facts=("G1", "G2"))],
+        Source(),
+        "unreviewed",
+        id="a-fact-none-of-whose-claims-is-judged-is-unreviewed",
+    ),
+    pytest.param(
+        [claim("a", "supported", by="bob")],
+        annotator_source("alice"),
+        "unreviewed",
+        id="judged-only-by-another-annotator-than-the-source-is-unreviewed",
+    ),
+    pytest.param(
+        [claim("a", "partial"), claim("b")],
+        Source(),
+        "partial",
+        id="beside-a-judged-claim-unreviewed-counts-as-unsupported",
+    ),
+    pytest.param(
+        [claim("a", "unsupported"), claim("b")],
+        Source(),
+        "unsupported",
+        id="beside-an-unsupported-claim-unreviewed-is-unsupported",
+    ),
     pytest.param(
         [claim("a", "supported", "partial")],
         CONSENSUS,
@@ -169,6 +194,12 @@ def test_a_change_follows_the_ladder_absent_unsupported_partial_supported(a, b):
 )
 def test_changes_spelled_out(a, b, change):
     assert FactChange(a, b).change == change
+
+
+@pytest.mark.parametrize("other", [*LADDER, "unreviewed"])
+def test_a_fact_nobody_judged_neither_improves_nor_regresses(other):
+    assert FactChange("unreviewed", other).change == "unreviewed"
+    assert FactChange(other, "unreviewed").change == "unreviewed"
 
 
 # --- claim matching: "by the required facts they report, then by their text; the unmatched
@@ -295,6 +326,22 @@ def test_a_pair_lists_its_facts_and_claims_in_the_cli_shape():
         "claims": {"matched": [["a1", "b1"]], "only_a": ["a2"], "only_b": []},
     }  # fmt: skip
     assert pair.changes == {"improved"}
+
+
+def test_a_pair_that_is_not_comparable_is_never_counted_as_improved_or_regressed():
+    from compare.rows import filter_pairs, summary_band
+
+    drifted = Pair(
+        "Q1", False, ["passage_drift: D-01 aaa→bbb"],
+        facts={"G1": FactChange("absent", "supported"), "G2": FactChange("supported", "absent")},
+    )  # fmt: skip
+    changed = Pair("Q2", True, [], facts={"G1": FactChange("partial", "supported")})
+    comparison = Comparison(Run(run_id="a"), Run(run_id="b"), Source(), [drifted, changed], {}, {})
+    assert drifted.changes == set()
+    summary = summary_band(comparison)
+    assert (summary["improvements"], summary["regressions"], summary["left_out"]) == (1, 0, 1)
+    assert filter_pairs(comparison.pairs, "improvements") == [changed]
+    assert filter_pairs(comparison.pairs, "regressions") == []
 
 
 # --- comparable: "every ref that either response cites, or that is relevant, has the same

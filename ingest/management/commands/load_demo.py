@@ -35,7 +35,9 @@ class Command(BaseCommand):
         for username, role in DEMO_USERS:
             user, _ = User.objects.get_or_create(username=username)
             user.set_password(password)
-            user.is_staff = role == Role.LEAD
+            # A project role never opens the Django admin (docs/decisions.md): it shows
+            # every project, so it is for the site's staff alone.
+            user.is_staff = False
             user.save()
             users[username] = (user, role)
         project = project_create(slug="demo", name="Demo: returns, P7 and policies")

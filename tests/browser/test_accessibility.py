@@ -1,0 +1,71 @@
+"""axe-core on every kind of page: no serious or critical violation (WCAG 2.1 A and AA)."""
+
+from __future__ import annotations
+
+import pytest
+from axe_playwright_python.sync_playwright import Axe
+
+from tests.browser.conftest import log_in
+
+pytestmark = pytest.mark.browser
+
+AXE = Axe()
+OPTIONS = {
+    # WCAG 2.0 and 2.1, levels A and AA, and axe's best practices.
+    "runOnly": {
+        "type": "tag",
+        "values": ["wcag2a", "wcag2aa", "wcag21a", "wcag21aa", "best-practice"],
+    },
+    "resultTypes": ["violations"],
+}
+SERIOUS = {"serious", "critical"}
+
+PAGES = {
+    "project": "/p/demo/",
+    "run": "/p/demo/runs/q017-r1/",
+    "case": "/p/demo/runs/q017-r1/cases/Q-017/",
+    "my work": "/p/demo/work/",
+    "figures, nobody judged": "/p/demo/runs/q017-r1/figures/",
+    "figures": "/p/demo/runs/q017-r1/figures/?source=annotator:seed-protocol",
+    "compare, nobody judged": "/p/demo/compare/?a=q017-r1&b=q017-r2",
+    "compare": "/p/demo/compare/?a=q017-r1&b=q017-r3&source=annotator:seed-protocol",
+}
+
+
+def serious_violations(page) -> list[str]:
+    """What axe finds serious or critical on the page as it is now, one line each."""
+    results = AXE.run(page, options=OPTIONS)
+    return [
+        f"{v['id']} ({v['impact']}): {v['help']} at "
+        + "; ".join(" ".join(node["target"]) for node in v["nodes"][:5])
+        for v in results.response["violations"]
+        if v["impact"] in SERIOUS
+    ]
+
+
+def test_the_login_page_has_no_serious_violation(page):
+    page.goto("/login/")
+    assert serious_violations(page) == []
+
+
+@pytest.mark.parametrize("path", PAGES.values(), ids=PAGES.keys())
+def test_a_page_has_no_serious_violation(page, path):
+    log_in(page, "lead")
+    page.goto(path)
+    assert page.locator("h1").count() == 1  # the page itself, not an error page
+    assert serious_violations(page) == []
+
+
+def test_a_reviewer_splitting_a_case_meets_no_serious_violation(page):
+    log_in(page, "alice")
+    page.goto("/p/demo/runs/q017-r3/cases/Q-017/")
+    page.get_by_text("Suggest a split").first.click()
+    page.locator("[data-suggestion]").first.wait_for()
+    assert serious_violations(page) == []
+
+
+def test_axe_does_report_a_serious_violation(page):
+    """The check above could pass by checking nothing: an unlabelled field must be caught."""
+    page.goto("/login/")
+    page.locator("form").evaluate("form => form.append(document.createElement('select'))")
+    assert any(line.startswith("select-name (critical)") for line in serious_violations(page))
