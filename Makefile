@@ -51,8 +51,10 @@ run: demo
 	@echo "Evidence Review: http://$(HOST):$(PORT)/   (log in with the demo users printed above; Ctrl-C stops)"
 	$(PY) manage.py runserver --noreload $(HOST):$(PORT)
 
+# On every core (pytest-xdist); TEST_WORKERS=0 runs the suite in this one process.
+TEST_WORKERS ?= auto
 test: install
-	$(VENV)/bin/pytest $(PYTEST_ARGS)
+	$(VENV)/bin/pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 lint: install
 	$(VENV)/bin/lint-imports
