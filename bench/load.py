@@ -275,8 +275,8 @@ def wrk(server: Server, script: Path, path: str, clients: int, seconds: int) -> 
     )  # fmt: skip
 
 
-def get_script(workdir: Path, sessions: list[dict[str, str]]) -> Path:
-    script = workdir / "get.lua"
+def get_script(workdir: Path, sessions: list[dict[str, str]], name: str = "get.lua") -> Path:
+    script = workdir / name
     script.write_text(LUA_GET.replace("__COOKIES__", lua([cookie_header(s) for s in sessions])))
     return script
 

@@ -179,6 +179,11 @@ def breakdown(pg: Postgres, fixture: Fixture, profile: bool) -> None:
         )
         own[key] = str(saved.seq)
 
+    service()
+    with QueryLog(connection) as queries:
+        service()
+    queries.print("verdict_save (the service alone)")
+
     def fresh_page():  # what `_page` does: membership, run, the whole review page
         member = membership_for(user=user, slug=SLUG)
         return review_page(
