@@ -149,14 +149,14 @@ def measure(
         }
         for get, path in paths.values():  # every worker compiles templates, opens its connection
             wrk(server, get, path, max(args.clients), 2)
-        for rep in range(args.reps):
+        for rep in range(args.reps if "pages" in args.parts else 0):
             for clients in args.clients:
                 for name, (get, path) in paths.items():
                     load = wrk(server, get, path, clients, args.duration)
                     pages.setdefault((name, clients), []).append(load)
                     progress(f"rep {rep + 1} {name:9} {clients} clients", load)
     # Sessions live in the database, so every copy of it knows these cookies.
-    for rep in range(args.reps):
+    for rep in range(args.reps if "saves" in args.parts else 0):
         for clients in args.clients:
             for scenario in SCENARIOS:
                 claims = fixture.claims if scenario == "spread" else fixture.claims[:1]
@@ -209,6 +209,8 @@ def median(values: list[float]) -> float:
 
 def report(args: argparse.Namespace, figures: Figures) -> None:
     pages, saves = figures.pages, figures.saves
+    low, top = min(args.clients), max(args.clients)
+    targets: list[str] = []
     n = args.reps
     names = {
         "case": f"case page, reviewer ({figures.sizes['case'] / 1000:.1f} KB)",
@@ -220,104 +222,113 @@ def report(args: argparse.Namespace, figures: Figures) -> None:
         f"\nMedians of {n} repetitions of {args.duration} s each "
         f"(gunicorn {args.worker_class}, 2 workers; wrk, 1 connection per client)\n"
     )
-    print(
-        f"{'GET':34} {'clients':>7} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'req/s':>8}"
-        f" {'not 200':>8}"
-    )
-    for clients in args.clients:
-        for key, name in names.items():
-            loads = pages[(key, clients)]
-            print(
-                f"{name:34} {clients:7} {median([x.p50_ms for x in loads]):8.2f}"
-                f" {median([x.p95_ms for x in loads]):8.2f}"
-                f" {median([x.p99_ms for x in loads]):8.2f}"
-                f" {median([x.per_second for x in loads]):8.1f}"
-                f" {sum(x.bad + x.socket_errors for x in loads):8}"
-            )
-    print()
-    for clients in args.clients:
-        for page in ("case", "case-lead"):
-            for floor in ("floor", "floor50"):
-                pairs = list(zip(pages[(page, clients)], pages[(floor, clients)], strict=True))
-                ratios = [c.p50_ms / f.p50_ms for c, f in pairs]
-                p95 = [c.p95_ms / f.p95_ms for c, f in pairs]
+    if pages:
+        print(
+            f"{'GET':34} {'clients':>7} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8} {'req/s':>8}"
+            f" {'not 200':>8}"
+        )
+        for clients in args.clients:
+            for key, name in names.items():
+                loads = pages[(key, clients)]
                 print(
-                    f"{page:9} / {names[floor]:30} at {clients} clients: p50 × "
-                    f"{median(ratios):.2f}  p95 × {median(p95):.2f}  (per repetition: "
-                    f"{', '.join(f'{r:.2f}' for r in ratios)})"
-                )
-    save_kb = figures.sizes["save"] / 1000
-    print(
-        f"\n{'POST':40} {'clients':>7} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8}"
-        f" {'saves/s':>8} {'lost':>8}"
-    )
-    lost_of: dict[tuple[str, int], int] = {}
-    for clients in args.clients:
-        for scenario in SCENARIOS:
-            key = (scenario, clients)
-            where = "all claims" if scenario == "spread" else "one claim"
-            for name, loads, stored in (
-                (f"verdict save, {where} ({save_kb:.1f} KB)", saves[key], figures.stored[key]),
-                (f"floor save, {where}", figures.floor_saves[key], None),
-            ):
-                lost = [
-                    x.bad + x.socket_errors + (max(0, x.good - rows) if rows is not None else 0)
-                    for x, rows in zip(loads, stored or [None] * len(loads), strict=True)
-                ]
-                if stored is not None:
-                    lost_of[key] = sum(lost)
-                print(
-                    f"{name:40} {clients:7} {median([x.p50_ms for x in loads]):8.2f}"
+                    f"{name:34} {clients:7} {median([x.p50_ms for x in loads]):8.2f}"
                     f" {median([x.p95_ms for x in loads]):8.2f}"
                     f" {median([x.p99_ms for x in loads]):8.2f}"
-                    f" {median([x.per_second for x in loads]):8.1f} {sum(lost):8}"
+                    f" {median([x.per_second for x in loads]):8.1f}"
+                    f" {sum(x.bad + x.socket_errors for x in loads):8}"
                 )
-    print()
-    for clients in args.clients:
-        for scenario in SCENARIOS:
-            key = (scenario, clients)
-            pairs = list(zip(saves[key], figures.floor_saves[key], strict=True))
-            ratios = [c.p50_ms / f.p50_ms for c, f in pairs]
-            print(
-                f"verdict save / floor save, {scenario:6} at {clients} clients: p50 × "
-                f"{median(ratios):.2f}  saves/s × "
-                f"{median([c.per_second / f.per_second for c, f in pairs]):.2f}"
-                f"  (p50 per repetition: {', '.join(f'{r:.2f}' for r in ratios)})"
+        print()
+        for clients in args.clients:
+            for page in ("case", "case-lead"):
+                for floor in ("floor", "floor50"):
+                    pairs = list(zip(pages[(page, clients)], pages[(floor, clients)], strict=True))
+                    ratios = [c.p50_ms / f.p50_ms for c, f in pairs]
+                    p95 = [c.p95_ms / f.p95_ms for c, f in pairs]
+                    print(
+                        f"{page:9} / {names[floor]:30} at {clients} clients: p50 × "
+                        f"{median(ratios):.2f}  p95 × {median(p95):.2f}  (per repetition: "
+                        f"{', '.join(f'{r:.2f}' for r in ratios)})"
+                    )
+        for clients in args.clients:
+            ratio = median(
+                [
+                    c.p50_ms / f.p50_ms
+                    for c, f in zip(
+                        pages[("case", clients)], pages[("floor", clients)], strict=True
+                    )
+                ]
             )
-    for clients in args.clients:
-        for scenario in SCENARIOS:
-            key = (scenario, clients)
-            print(
-                f"  {scenario} {clients} clients: saves acknowledged "
-                f"{[x.good for x in saves[key]]}, stored {figures.stored[key]}"
-                " (stored − acknowledged = saves in flight when wrk stopped); verdict rows at"
-                f" the end: {figures.db_verdicts_after[key]} (150 imported + 20 warm-up + load)"
+            targets.append(
+                f"  case page p50 ≤ 2× floor at {clients} clients: × {ratio:.2f} → "
+                f"{'met' if ratio <= 2 else 'NOT met'}"
             )
+    if saves:
+        save_kb = figures.sizes["save"] / 1000
+        print(
+            f"\n{'POST':40} {'clients':>7} {'p50 ms':>8} {'p95 ms':>8} {'p99 ms':>8}"
+            f" {'saves/s':>8} {'lost':>8}"
+        )
+        lost_of: dict[tuple[str, int], int] = {}
+        for clients in args.clients:
+            for scenario in SCENARIOS:
+                key = (scenario, clients)
+                where = "all claims" if scenario == "spread" else "one claim"
+                for name, loads, stored in (
+                    (f"verdict save, {where} ({save_kb:.1f} KB)", saves[key], figures.stored[key]),
+                    (f"floor save, {where}", figures.floor_saves[key], None),
+                ):
+                    lost = [
+                        x.bad
+                        + x.socket_errors
+                        + (max(0, x.good - rows) if rows is not None else 0)
+                        for x, rows in zip(loads, stored or [None] * len(loads), strict=True)
+                    ]
+                    if stored is not None:
+                        lost_of[key] = sum(lost)
+                    print(
+                        f"{name:40} {clients:7} {median([x.p50_ms for x in loads]):8.2f}"
+                        f" {median([x.p95_ms for x in loads]):8.2f}"
+                        f" {median([x.p99_ms for x in loads]):8.2f}"
+                        f" {median([x.per_second for x in loads]):8.1f} {sum(lost):8}"
+                    )
+        print()
+        for clients in args.clients:
+            for scenario in SCENARIOS:
+                key = (scenario, clients)
+                pairs = list(zip(saves[key], figures.floor_saves[key], strict=True))
+                ratios = [c.p50_ms / f.p50_ms for c, f in pairs]
+                print(
+                    f"verdict save / floor save, {scenario:6} at {clients} clients: p50 × "
+                    f"{median(ratios):.2f}  saves/s × "
+                    f"{median([c.per_second / f.per_second for c, f in pairs]):.2f}"
+                    f"  (p50 per repetition: {', '.join(f'{r:.2f}' for r in ratios)})"
+                )
+        for clients in args.clients:
+            for scenario in SCENARIOS:
+                key = (scenario, clients)
+                print(
+                    f"  {scenario} {clients} clients: saves acknowledged "
+                    f"{[x.good for x in saves[key]]}, stored {figures.stored[key]}"
+                    " (stored − acknowledged = saves in flight when wrk stopped); verdict rows"
+                    f" at the end: {figures.db_verdicts_after[key]} (150 imported + 20 warm-up"
+                    " + load)"
+                )
+        save_p50 = median([x.p50_ms for x in saves[("spread", low)]])
+        targets.append(
+            f"  save p50 ≤ 15 ms at {low} clients: {save_p50:.2f} ms → "
+            f"{'met' if save_p50 <= 15 else 'NOT met'}"
+        )
+        for scenario, wanted in (("spread", 200), ("one", 100)):
+            key = (scenario, top)
+            rate = median([x.per_second for x in saves[key]])
+            met = rate >= wanted and lost_of[key] == 0
+            targets.append(
+                f"  ≥ {wanted} saves/s at {top} clients ({scenario}), 0 lost: {rate:.1f}/s, "
+                f"{lost_of[key]} lost → {'met' if met else 'NOT met'}"
+            )
+
     print("\nTargets (issue):")
-    low, top = min(args.clients), max(args.clients)
-    for clients in args.clients:
-        ratio = median(
-            [
-                c.p50_ms / f.p50_ms
-                for c, f in zip(pages[("case", clients)], pages[("floor", clients)], strict=True)
-            ]
-        )
-        print(
-            f"  case page p50 ≤ 2× floor at {clients} clients: × {ratio:.2f} → "
-            f"{'met' if ratio <= 2 else 'NOT met'}"
-        )
-    save_p50 = median([x.p50_ms for x in saves[("spread", low)]])
-    print(
-        f"  save p50 ≤ 15 ms at {low} clients: {save_p50:.2f} ms → "
-        f"{'met' if save_p50 <= 15 else 'NOT met'}"
-    )
-    for scenario, wanted in (("spread", 200), ("one", 100)):
-        key = (scenario, top)
-        rate = median([x.per_second for x in saves[key]])
-        print(
-            f"  ≥ {wanted} saves/s at {top} clients ({scenario}), 0 lost: {rate:.1f}/s, "
-            f"{lost_of[key]} lost → {'met' if rate >= wanted and lost_of[key] == 0 else 'NOT met'}"
-        )
+    print("\n".join(targets))
 
 
 # --- main --------------------------------------------------------------------------------
@@ -331,6 +342,10 @@ def main() -> None:
     parser.add_argument("--worker-class", choices=["sync", "gthread"], default="sync")
     parser.add_argument("--threads", type=int, default=4, help="gthread threads per worker")
     parser.add_argument("--profile", action="store_true", help="cProfile both views too")
+    parser.add_argument(
+        "--parts", nargs="+", choices=["pages", "saves", "breakdown"],
+        default=["pages", "saves", "breakdown"], help="what to measure",
+    )  # fmt: skip
     parser.add_argument("--keep", action="store_true", help="keep the scratch database")
     args = parser.parse_args()
     if shutil.which("wrk") is None:
@@ -357,7 +372,8 @@ def main() -> None:
         )
         figures = measure(args, pg, fixture, static_root, work)
         report(args, figures)
-        breakdown(pg, fixture, args.profile)
+        if "breakdown" in args.parts:
+            breakdown(pg, fixture, args.profile)
     finally:
         from django.db import connections
 

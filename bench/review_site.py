@@ -127,6 +127,7 @@ def save_once(
             "X-CSRFToken": cookies["csrftoken"],
         },
     )  # fmt: skip
-    if status == 200 and "verdict-saved" not in (headers.get("HX-Trigger") or ""):
+    triggers = (headers.get("HX-Trigger") or "") + (headers.get("HX-Trigger-After-Settle") or "")
+    if status == 200 and "verdict-saved" not in triggers:
         return 0, len(body)
     return status, len(body)
