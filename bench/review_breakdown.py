@@ -88,7 +88,7 @@ def breakdown(pg: Postgres, fixture: Fixture, profile: bool) -> None:
     from django.test import Client, RequestFactory
 
     from cards.selectors import review_page
-    from cards.services import verdict_save
+    from cards.services.verdicts import verdict_save
     from cards.views import review as views
     from evidence.access import membership_for
     from replay.selectors import run_for_project

@@ -10,7 +10,7 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from cards.selectors import review_page
-from cards.services import unblinding_create
+from cards.services.reviews import unblinding_create
 from evidence.access import membership_for
 from evidence.http import HtmxHttpRequest
 from evidence.models import Role

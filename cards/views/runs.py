@@ -13,7 +13,7 @@ from cards.blind import run_unblinded
 from cards.drift import drifted_refs
 from cards.progress import responses_for_run, runs_for_project
 from cards.selectors import assignments_for_run, disagreements
-from cards.services import assignment_deal, assignment_set
+from cards.services.assignments import assignment_deal, assignment_set
 from evidence.access import membership_for
 from evidence.http import HtmxHttpRequest
 from evidence.models import Membership, Role

@@ -4,7 +4,8 @@ import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 
 from cards.models import Association, Diagnosis, Origin, Relevance, Support, VerdictRevision
-from cards.services import StaleCard, claim_create, claim_revise
+from cards.services.claims import claim_create, claim_revise
+from cards.services.guards import StaleCard
 from tests.cards.conftest import D01, D02, NO_DURATION, judge, page_for
 
 
