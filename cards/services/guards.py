@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import connection
 
 from cards.models import Claim, ClaimRevision, VerdictRevision
 from evidence.models import Membership
@@ -66,6 +67,23 @@ def lock_claim(claim_pk: int) -> tuple[Claim, ChainHead]:
     ]
     seq, digest = max(heads) if heads else (0, None)
     return claim, ChainHead(seq, digest)
+
+
+def lock_claim_row(claim_pk: int) -> None:
+    """Lock the claim until the transaction ends, in a statement of its own.
+
+    Under READ COMMITTED each statement reads what was committed when it began, and a
+    statement that waits for the lock still reads from before the wait: a read of the
+    chain folded into this one missed the revision of the save it waited for, and two
+    saves took the same number. The read must come after, as its own statement. SQLite
+    needs no lock (its transactions begin IMMEDIATE, one writer at a time) and gets none.
+    """
+    if not connection.features.has_select_for_update:
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM cards_claim WHERE id = %s FOR UPDATE", [claim_pk])
+        if cursor.fetchone() is None:
+            raise Claim.DoesNotExist("No such claim.")
 
 
 def refuse_non_member(membership: Membership | None, *, lead: bool = False) -> None:
