@@ -343,7 +343,7 @@ def main() -> None:
     parser.add_argument("--threads", type=int, default=4, help="gthread threads per worker")
     parser.add_argument("--profile", action="store_true", help="cProfile both views too")
     parser.add_argument(
-        "--parts", nargs="+", choices=["pages", "saves", "breakdown"],
+        "--parts", nargs="*", choices=["pages", "saves", "breakdown"],
         default=["pages", "saves", "breakdown"], help="what to measure",
     )  # fmt: skip
     parser.add_argument("--keep", action="store_true", help="keep the scratch database")
