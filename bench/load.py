@@ -208,7 +208,9 @@ function response(status, headers, body)
   -- The card that comes back carries my newest seq on this claim: the next save sends it.
   local seq = string.match(body, 'name="seen_own_seq" value="(%d+)"')
   if seq then own[current] = seq end
-  local trigger = headers["HX-Trigger"] or headers["hx-trigger"] or ""
+  -- The view sends its event after the swap settles (HX-Trigger-After-Settle).
+  local trigger = (headers["HX-Trigger"] or headers["hx-trigger"] or "") ..
+    (headers["HX-Trigger-After-Settle"] or headers["hx-trigger-after-settle"] or "")
   if status == 200 and string.find(trigger, "verdict-saved", 1, true) then
     good = good + 1
   else
@@ -275,8 +277,8 @@ def wrk(server: Server, script: Path, path: str, clients: int, seconds: int) -> 
     )  # fmt: skip
 
 
-def get_script(workdir: Path, sessions: list[dict[str, str]]) -> Path:
-    script = workdir / "get.lua"
+def get_script(workdir: Path, sessions: list[dict[str, str]], name: str = "get.lua") -> Path:
+    script = workdir / name
     script.write_text(LUA_GET.replace("__COOKIES__", lua([cookie_header(s) for s in sessions])))
     return script
 

@@ -88,7 +88,7 @@ def breakdown(pg: Postgres, fixture: Fixture, profile: bool) -> None:
     from django.test import Client, RequestFactory
 
     from cards.selectors import review_page
-    from cards.services import verdict_save
+    from cards.services.verdicts import verdict_save
     from cards.views import review as views
     from evidence.access import membership_for
     from replay.selectors import run_for_project
@@ -178,6 +178,11 @@ def breakdown(pg: Postgres, fixture: Fixture, profile: bool) -> None:
             seen_own_seq=_int(own.get(key)),
         )
         own[key] = str(saved.seq)
+
+    service()
+    with QueryLog(connection) as queries:
+        service()
+    queries.print("verdict_save (the service alone)")
 
     def fresh_page():  # what `_page` does: membership, run, the whole review page
         member = membership_for(user=user, slug=SLUG)

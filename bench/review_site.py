@@ -8,6 +8,7 @@ reviewers and a warm-up user, all with a random password; the settings of
 
 from __future__ import annotations
 
+import os
 import secrets
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,9 +18,11 @@ from bundles import REVIEW_CASE_ID, REVIEW_REASON, REVIEW_RUN_ID, import_lines, 
 from harness import Postgres, django_env, setup_django
 from load import Server, fetch
 
-DB = "evidence_review_bench"
+# Another session may run this benchmark on the same server: REVIEW_BENCH_DB keeps them apart.
+DB = os.environ.get("REVIEW_BENCH_DB", "evidence_review_bench")
 SLUG, RUN_ID, CASE_ID = "bench-review", REVIEW_RUN_ID, REVIEW_CASE_ID
 READERS = 8  # one reviewer per load client
+LEADS = 2  # leads load the case page too: theirs also builds an adjudication form per card
 WARMUP_USER = "bench-warmup"
 PASSWORD = "bench-" + secrets.token_hex(12)
 SECRET_KEY = secrets.token_urlsafe(50)
@@ -30,6 +33,7 @@ class Fixture:
     claims: list[str]  # claim keys, page order
     claim_seq: dict[str, int]  # claim key → current claim-revision seq (seen_claim_seq)
     usernames: list[str]
+    leads: list[str]
 
 
 def server_env(pg: Postgres, db: str, static_root: Path) -> dict[str, str]:
@@ -72,9 +76,11 @@ def build_database(pg: Postgres, static_root: Path) -> Fixture:
     project = Project.objects.get(slug=SLUG)
     users = get_user_model().objects
     usernames = [f"bench-reviewer-{i}" for i in range(READERS)]
-    for username in [*usernames, WARMUP_USER]:
+    leads = [f"bench-lead-{i}" for i in range(LEADS)]
+    for username in [*usernames, *leads, WARMUP_USER]:
         user = users.create_user(username=username, password=PASSWORD)
-        membership_set(project=project, user=user, role=Role.REVIEWER)
+        role = Role.LEAD if username in leads else Role.REVIEWER
+        membership_set(project=project, user=user, role=role)
     claims = list(
         Claim.objects.filter(response__run__run_id=RUN_ID)
         .order_by("position")
@@ -87,7 +93,7 @@ def build_database(pg: Postgres, static_root: Path) -> Fixture:
         .values_list("claim__key", "seq")
     )
     connections.close_all()  # the database becomes a template: nobody may be connected
-    return Fixture(claims=claims, claim_seq=claim_seq, usernames=usernames)
+    return Fixture(claims=claims, claim_seq=claim_seq, usernames=usernames, leads=leads)
 
 
 def case_path() -> str:
@@ -121,6 +127,7 @@ def save_once(
             "X-CSRFToken": cookies["csrftoken"],
         },
     )  # fmt: skip
-    if status == 200 and "verdict-saved" not in (headers.get("HX-Trigger") or ""):
+    triggers = (headers.get("HX-Trigger") or "") + (headers.get("HX-Trigger-After-Settle") or "")
+    if status == 200 and "verdict-saved" not in triggers:
         return 0, len(body)
     return status, len(body)

@@ -2,7 +2,7 @@
 
 In a project that reviews blind, a reviewer sees nothing of anyone else's verdicts on a
 case until they have marked their own review of it complete (a `ResponseReview` of theirs;
-cards.services refuses it until they have judged every current claim), or a lead unblinds
+cards.services.reviews refuses it until they have judged every current claim), or a lead unblinds
 the case or its whole run (`Unblinding`, append-only). Leads see every verdict.
 
 metrics.md counts, for agreement, consensus and disagreements, a reviewer's *blind*

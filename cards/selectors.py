@@ -273,14 +273,16 @@ def citable_refs(*, response: Response, among: Iterable[str]) -> set[str]:
 
 def claim_for(*, run: Run, case_id: str, key: str) -> tuple[Claim, ClaimRevision]:
     """One claim of a case and its current revision (for a save, without the whole page)."""
-    claim = (
-        Claim.objects.select_related("response")
-        .filter(response__run=run, response__case__case_id=case_id, key=key)
+    # One query: the newest revision, its claim and response joined (a save's hot path).
+    revision = (
+        ClaimRevision.objects.select_related("claim__response")
+        .filter(claim__response__run=run, claim__response__case__case_id=case_id, claim__key=key)
+        .order_by("-seq")
         .first()
     )
-    if claim is None:
+    if revision is None:
         raise Http404("No such claim.")
-    return claim, ClaimRevision.objects.filter(claim=claim).order_by("-seq").first()
+    return revision.claim, revision
 
 
 def answer_pieces(

@@ -2,7 +2,7 @@
 
 A response's claims arrive with their verdicts; each claim becomes a claim
 revision and one verdict revision per judgement, chained and sealed here
-exactly as `cards.services` seals a reviewer's (`cards.chain`), with the
+exactly as `cards.services.claims` and `.verdicts` seal a reviewer's (`cards.chain`), with the
 bundle as their annotator, so an imported card verifies like any other.
 """
 

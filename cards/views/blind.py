@@ -10,10 +10,12 @@ from django.urls import reverse
 from django.views.decorators.http import require_POST
 
 from cards.selectors import review_page
-from cards.services import unblinding_create
+from cards.services.reviews import unblinding_create
+from cards.views.lead import lead_run_action
 from evidence.access import membership_for
 from evidence.http import HtmxHttpRequest
 from evidence.models import Role
+from replay.models import Run
 from replay.selectors import run_for_project
 
 
@@ -53,19 +55,13 @@ def case_unblind(request: HtmxHttpRequest, slug: str, run_id: str, case_id: str)
 
 @require_POST
 def run_unblind(request: HtmxHttpRequest, slug: str, run_id: str) -> HttpResponse:
-    membership = membership_for(
-        user=request.user, slug=slug, role=Role.LEAD, action="unblind a run"
+    def unblind(run: Run) -> str:
+        if unblinding_create(run=run, lead=request.user):
+            return (
+                f"{run_id} unblinded: the reviewers of every case now see each other's verdicts."
+            )
+        return f"{run_id} was already unblinded."
+
+    return lead_run_action(
+        request, slug, run_id, action="unblind a run", act=unblind, then="run_detail"
     )
-    run = run_for_project(project=membership.project, run_id=run_id)
-    try:
-        done = unblinding_create(run=run, lead=request.user)
-    except ValidationError as exc:
-        messages.error(request, " ".join(exc.messages))
-    else:
-        messages.success(
-            request,
-            f"{run_id} unblinded: the reviewers of every case now see each other's verdicts."
-            if done
-            else f"{run_id} was already unblinded.",
-        )
-    return redirect("run_detail", slug, run_id)

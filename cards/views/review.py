@@ -30,14 +30,10 @@ from cards.selectors import (
     review_page,
     suggestions_for,
 )
-from cards.services import (
-    StaleCard,
-    claim_cite_sentence,
-    claim_create,
-    claim_revise,
-    response_mark_complete,
-    verdict_save,
-)
+from cards.services.claims import claim_cite_sentence, claim_create, claim_revise
+from cards.services.guards import StaleCard
+from cards.services.reviews import response_mark_complete
+from cards.services.verdicts import verdict_save
 from evidence.access import membership_for
 from evidence.http import HtmxHttpRequest
 from replay.selectors import run_for_project

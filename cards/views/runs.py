@@ -4,7 +4,6 @@ disagreements and drift."""
 from __future__ import annotations
 
 from django.contrib import messages
-from django.core.exceptions import ValidationError
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -13,10 +12,12 @@ from cards.blind import run_unblinded
 from cards.drift import drifted_refs
 from cards.progress import responses_for_run, runs_for_project
 from cards.selectors import assignments_for_run, disagreements
-from cards.services import assignment_deal, assignment_set
+from cards.services.assignments import assignment_deal, assignment_set
+from cards.views.lead import lead_run_action
 from evidence.access import membership_for
 from evidence.http import HtmxHttpRequest
 from evidence.models import Membership, Role
+from replay.models import Run
 from replay.selectors import run_for_project
 
 
@@ -106,25 +107,21 @@ def run_assign(request: HtmxHttpRequest, slug: str, run_id: str) -> HttpResponse
 @require_POST
 def run_assign_deal(request: HtmxHttpRequest, slug: str, run_id: str) -> HttpResponse:
     """Deal the run's cases that lack reviewers, as the project's settings say."""
-    membership = membership_for(
-        user=request.user, slug=slug, role=Role.LEAD, action="assign cases"
-    )
-    run = run_for_project(project=membership.project, run_id=run_id)
-    try:
+
+    def deal(run: Run) -> str:
         dealt = assignment_deal(run=run, lead=request.user)
-    except ValidationError as exc:
-        messages.error(request, " ".join(exc.messages))
-    else:
-        done = f"Assigned {dealt.created} new case place(s)."
         if dealt.short:
-            done += (
-                f" {dealt.short} case(s) still lack reviewers: fewer members are in rotation "
-                "than reviewers per case."
+            return (
+                f"Assigned {dealt.created} new case place(s). {dealt.short} case(s) still lack "
+                "reviewers: fewer members are in rotation than reviewers per case."
             )
-        elif not dealt.created:
-            done = "Every case already has its reviewers: nothing to assign."
-        messages.success(request, done)
-    return redirect("run_assign", slug, run_id)
+        if not dealt.created:
+            return "Every case already has its reviewers: nothing to assign."
+        return f"Assigned {dealt.created} new case place(s)."
+
+    return lead_run_action(
+        request, slug, run_id, action="assign cases", act=deal, then="run_assign"
+    )
 
 
 @require_GET

@@ -13,7 +13,7 @@ from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
 from cards.queue import WorkItem, case_response, next_in_queue, work_page
-from cards.services import response_submit
+from cards.services.reviews import response_submit
 from evidence.access import membership_for
 from evidence.http import HtmxHttpRequest
 from evidence.models import Membership

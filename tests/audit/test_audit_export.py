@@ -22,7 +22,9 @@ from django.utils import timezone
 from audit.models import AuditExport
 from audit.verify import verify
 from cards.models import Claim, ClaimRevision, VerdictRevision
-from cards.services import claim_create, claim_revise, response_mark_complete, verdict_save
+from cards.services.claims import claim_create, claim_revise
+from cards.services.reviews import response_mark_complete
+from cards.services.verdicts import verdict_save
 from evidence.canonical import canonical_json, rfc3339, text_sha256
 from evidence.models import Passage
 from replay.models import Citation, Response, Retrieval, Run

@@ -25,7 +25,7 @@ from audit.export import AuditExportError
 from audit.models import AuditExport
 from audit.verify import Failure, verify
 from cards.models import Claim, ClaimRevision, VerdictRevision
-from cards.services import verdict_save
+from cards.services.verdicts import verdict_save
 from evidence.dbguards import append_only_sql
 from evidence.models import Passage
 from tests.audit.test_audit_zip import export

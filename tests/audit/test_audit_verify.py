@@ -23,7 +23,8 @@ from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 from django.db import connection, transaction
 
-from cards.services import claim_create, claim_revise, verdict_save
+from cards.services.claims import claim_create, claim_revise
+from cards.services.verdicts import verdict_save
 from evidence.canonical import canonical_json
 from evidence.models import Role
 from evidence.services import membership_set, project_create

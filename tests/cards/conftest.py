@@ -14,7 +14,8 @@ from django.urls import reverse
 from cards.chain import claim_revision_document, seal, verdict_revision_document
 from cards.models import Claim, ClaimRevision, Origin, VerdictRevision
 from cards.selectors import ReviewPage, review_page
-from cards.services import claim_create, verdict_save
+from cards.services.claims import claim_create
+from cards.services.verdicts import verdict_save
 from evidence.models import Membership, Project, Role
 from evidence.services import membership_set
 from replay.models import Response, Run

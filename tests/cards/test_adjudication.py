@@ -8,7 +8,8 @@ from django.urls import reverse
 
 from cards.models import Claim, Origin, VerdictRevision
 from cards.selectors import disagreements
-from cards.services import StaleCard, claim_revise
+from cards.services.claims import claim_revise
+from cards.services.guards import StaleCard
 from replay.models import Run
 from tests.cards.conftest import judge, loaded_form, member, page_for, response_for, verdict_url
 

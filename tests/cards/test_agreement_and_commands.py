@@ -8,7 +8,7 @@ from django.core.management import CommandError, call_command
 
 from cards.agreement import run_agreement
 from cards.models import Claim
-from cards.services import verdict_save
+from cards.services.verdicts import verdict_save
 from replay.models import Run
 
 

@@ -10,7 +10,7 @@ import pytest
 
 from cards.agreement import Agreement, Disagreeing, annotators_of, run_agreement
 from cards.models import Claim
-from cards.services import claim_create, claim_revise
+from cards.services.claims import claim_create, claim_revise
 from cards.stats import Proportion
 from replay.models import Run
 from tests.cards.conftest import FINAL_SALE, REFUND_START, WINDOW, judge, member

@@ -9,7 +9,7 @@ from django.contrib.messages import get_messages
 from django.core.exceptions import PermissionDenied, ValidationError
 
 from cards.models import Assignment
-from cards.services import assignment_deal, assignment_seed, assignment_set
+from cards.services.assignments import assignment_deal, assignment_seed, assignment_set
 from evidence.models import Project
 from evidence.services import project_settings_update
 from replay.models import Run

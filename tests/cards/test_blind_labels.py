@@ -12,7 +12,8 @@ from cards.blind import sightings
 from cards.metrics import Source, run_metrics
 from cards.models import Claim, ResponseReview
 from cards.selectors import disagreements
-from cards.services import claim_create, response_mark_complete, unblinding_create
+from cards.services.claims import claim_create
+from cards.services.reviews import response_mark_complete, unblinding_create
 from cards.verdicts import newest_labels
 from evidence.models import Project
 from evidence.services import project_settings_update

@@ -11,7 +11,8 @@ from django.contrib.messages import get_messages
 from django.urls import reverse
 
 from cards.models import ResponseReview, Unblinding
-from cards.services import claim_create, response_mark_complete
+from cards.services.claims import claim_create
+from cards.services.reviews import response_mark_complete
 from tests.cards.conftest import (
     REFUND_START,
     case_url,

@@ -8,7 +8,7 @@ from django.utils import timezone
 
 from cards.chain import claim_revision, seal, verdict_revision
 from cards.models import Claim, ClaimRevision, VerdictRevision
-from cards.services import claim_create, claim_revise
+from cards.services.claims import claim_create, claim_revise
 from tests.cards.conftest import (
     NO_DURATION,
     OLD_POLICY,

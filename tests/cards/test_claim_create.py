@@ -6,7 +6,7 @@ import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 
 from cards.models import Claim, ClaimKind, ClaimRevision, Origin
-from cards.services import citations_within, claim_create
+from cards.services.claims import citations_within, claim_create
 from replay.models import Response
 from tests.cards.conftest import (
     ANSWER,

@@ -4,7 +4,8 @@ import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 
 from cards.models import ClaimKind, ClaimRevision
-from cards.services import StaleCard, claim_create, claim_revise
+from cards.services.claims import claim_create, claim_revise
+from cards.services.guards import StaleCard
 from tests.cards.conftest import (
     CURRENT_POLICY,
     D01,

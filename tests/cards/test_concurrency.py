@@ -15,7 +15,9 @@ import pytest
 from django.db import connection
 
 from cards.models import Claim, ClaimRevision, Support, VerdictRevision
-from cards.services import StaleCard, claim_create, claim_revise, verdict_save
+from cards.services.claims import claim_create, claim_revise
+from cards.services.guards import StaleCard
+from cards.services.verdicts import verdict_save
 from tests.cards.conftest import FINAL_SALE, assert_chain_holds, member
 
 pytestmark = [

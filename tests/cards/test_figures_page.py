@@ -84,7 +84,7 @@ def test_the_dashboard_shows_agreement_between_chosen_annotators(
     client, lead, second_reviewer, demo_runs
 ):
     from cards.models import Claim
-    from cards.services import verdict_save
+    from cards.services.verdicts import verdict_save
 
     for claim in Claim.objects.filter(response__run__run_id="q017-r1"):
         verdict_save(

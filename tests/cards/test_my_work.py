@@ -8,13 +8,9 @@ from django.urls import reverse
 
 from cards.models import Claim, ResponseReview
 from cards.queue import Status, my_cases, next_in_queue, status_of, work_page
-from cards.services import (
-    assignment_set,
-    claim_create,
-    claim_revise,
-    response_mark_complete,
-    response_submit,
-)
+from cards.services.assignments import assignment_set
+from cards.services.claims import claim_create, claim_revise
+from cards.services.reviews import response_mark_complete, response_submit
 from evidence.canonical import text_sha256
 from evidence.models import Membership
 from replay.models import Response

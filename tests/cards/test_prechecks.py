@@ -15,7 +15,7 @@ from cards.prechecks import (
     prechecks,
     without_spans,
 )
-from cards.services import claim_create
+from cards.services.claims import claim_create
 from replay.models import Response, Run
 from tests.cards.conftest import D01, FINAL_SALE, NO_DURATION, WINDOW, page_for
 from tests.conftest import KNOWN_ANSWERS

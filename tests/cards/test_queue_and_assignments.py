@@ -7,7 +7,9 @@ from django.urls import reverse
 
 from cards.models import Assignment, Claim
 from cards.queue import next_in_queue
-from cards.services import assignment_set, claim_create, claim_revise, response_mark_complete
+from cards.services.assignments import assignment_set
+from cards.services.claims import claim_create, claim_revise
+from cards.services.reviews import response_mark_complete
 from evidence.models import Membership
 from replay.models import Response
 from tests.cards.conftest import FINAL_SALE, judge, response_for

@@ -4,7 +4,8 @@ import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
 
 from cards.models import Origin, ResponseReview
-from cards.services import claim_create, claim_revise, response_mark_complete
+from cards.services.claims import claim_create, claim_revise
+from cards.services.reviews import response_mark_complete
 from tests.cards.conftest import WINDOW, page_for, response_for
 from tests.conftest import bundle_bytes, import_bytes
 from tests.factories import synthetic_bundle

@@ -10,7 +10,7 @@ from django.contrib.messages import get_messages
 from django.urls import reverse
 
 from cards.models import Claim, ClaimRevision, Origin, ResponseReview, VerdictRevision
-from cards.services import claim_create, claim_revise
+from cards.services.claims import claim_create, claim_revise
 from tests.cards.conftest import (
     D01,
     D02,

@@ -2,9 +2,13 @@ from __future__ import annotations
 
 import pytest
 from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from cards.models import Association, Diagnosis, Origin, Relevance, Support, VerdictRevision
-from cards.services import StaleCard, claim_create, claim_revise
+from cards.services.claims import claim_create, claim_revise
+from cards.services.guards import StaleCard
+from cards.services.verdicts import verdict_save
 from tests.cards.conftest import D01, D02, NO_DURATION, judge, page_for
 
 
@@ -253,3 +257,21 @@ def test_the_page_renders_the_history_newest_first(client, claim, reviewer):
     history = content[content.index('class="history-list"') :]
     assert history.index("because: Alice again.") < history.index("because: Alice first.")
     assert history.index("Alice first.") < history.index("split the claim")
+
+
+def test_a_save_locks_reads_the_chain_once_and_inserts(claim, reviewer, second_reviewer):
+    judge(claim, second_reviewer)  # a chain head in the verdict table, not the claim's
+    mine = judge(claim, reviewer)
+    with CaptureQueriesContext(connection) as queries:
+        again = verdict_save(
+            claim=claim, author=reviewer, support="partial", reason="D-01 hedges.",
+            seen_claim_seq=1, seen_own_seq=mine.seq,
+        )  # fmt: skip
+    statements = [q["sql"].split()[0] for q in queries.captured_queries]
+    # The lock (PostgreSQL only: SQLite's transactions begin IMMEDIATE), one read, the
+    # INSERT; the savepoint is the test's transaction (a request has BEGIN and COMMIT).
+    wanted = ["SELECT", "INSERT"]
+    if connection.features.has_select_for_update:
+        wanted = ["SELECT", *wanted]
+    assert [s for s in statements if s not in {"SAVEPOINT", "RELEASE"}] == wanted
+    assert (again.seq, again.prev_sha256, again.supersedes) == (4, mine.sha256, mine)

@@ -67,7 +67,7 @@ def test_cards_resting_on_an_old_text_are_flagged_re_review(client, reviewer, de
 
 def test_the_side_by_side_page_sees_a_verdict_saved_after_it_was_cached(client, lead, demo_runs):
     from cards.models import Claim
-    from cards.services import verdict_save
+    from cards.services.verdicts import verdict_save
 
     client.force_login(lead)
     url = reverse("run_compare", args=["demo"])

@@ -14,7 +14,8 @@ import pytest
 from cards.annotators import Annotator
 from cards.figures import ClaimState, Verdict, response_figures, run_totals
 from cards.models import Claim, Origin
-from cards.services import claim_create, response_mark_complete
+from cards.services.claims import claim_create
+from cards.services.reviews import response_mark_complete
 from cards.verdicts import Source
 
 # The one import of the module under test.

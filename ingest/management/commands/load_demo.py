@@ -13,7 +13,7 @@ from django.contrib.auth import get_user_model
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
-from cards.services import assignment_deal
+from cards.services.assignments import assignment_deal
 from evidence.models import AssignmentMode, Project, Role
 from evidence.services import membership_set, project_create, project_settings_update
 from ingest.services import BundleInvalid, bundle_import

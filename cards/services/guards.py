@@ -1,0 +1,106 @@
+"""What a write of the cards app checks before it writes: who, and which chain head.
+
+Every write to a claim's chain locks the claim first (SELECT … FOR UPDATE on
+PostgreSQL; on SQLite every transaction already begins IMMEDIATE, which
+serialises writers), reads the chain head, and appends the next revision with
+the head's hash. Two people saving at once therefore get contiguous numbers
+and neither save is lost; the unique (claim, seq) constraints and the
+cross-table trigger refuse anything that slips past.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import connection
+
+from cards.models import Claim, ClaimRevision, VerdictRevision
+from evidence.models import Membership
+
+BLANK = re.compile(r"^\s*$")
+
+
+class StaleCard(Exception):
+    """The card changed since the form was loaded; nothing was saved."""
+
+
+@dataclass(frozen=True)
+class ChainHead:
+    seq: int
+    sha256: str | None
+
+
+def identity(claim: Claim) -> dict[str, str]:
+    """The names a revision document carries (`cards.chain`): project, run, case, claim."""
+    response = claim.response
+    return {
+        "project": response.run.project.slug,
+        "run_id": response.run.run_id,
+        "case_id": response.case.case_id,
+        "claim_id": claim.key,
+    }
+
+
+def lock_claim(claim_pk: int) -> tuple[Claim, ChainHead]:
+    """The claim, locked until the transaction ends, and the head of its chain."""
+    claim = (
+        Claim.objects.select_for_update(of=("self",))
+        .select_related("response__run__project", "response__case", "response__expectation")
+        .get(pk=claim_pk)
+    )
+    heads = [
+        row
+        for row in (
+            ClaimRevision.objects.filter(claim=claim)
+            .order_by("-seq")
+            .values_list("seq", "sha256")
+            .first(),
+            VerdictRevision.objects.filter(claim=claim)
+            .order_by("-seq")
+            .values_list("seq", "sha256")
+            .first(),
+        )
+        if row is not None
+    ]
+    seq, digest = max(heads) if heads else (0, None)
+    return claim, ChainHead(seq, digest)
+
+
+def lock_claim_row(claim_pk: int) -> None:
+    """Lock the claim until the transaction ends, in a statement of its own.
+
+    Under READ COMMITTED each statement reads what was committed when it began, and a
+    statement that waits for the lock still reads from before the wait: a read of the
+    chain folded into this one missed the revision of the save it waited for, and two
+    saves took the same number. The read must come after, as its own statement. SQLite
+    needs no lock (its transactions begin IMMEDIATE, one writer at a time) and gets none.
+    """
+    if not connection.features.has_select_for_update:
+        return
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM cards_claim WHERE id = %s FOR UPDATE", [claim_pk])
+        if cursor.fetchone() is None:
+            raise Claim.DoesNotExist("No such claim.")
+
+
+def refuse_non_member(membership: Membership | None, *, lead: bool = False) -> None:
+    """PermissionDenied unless `membership` exists (and, with `lead`, may lead)."""
+    if membership is None or (lead and not membership.can_lead):
+        raise PermissionDenied(
+            "Only a lead of this project may do this." if lead else "Not a member."
+        )
+
+
+def require_member(*, project_id: int, user: AbstractBaseUser, lead: bool = False) -> Membership:
+    membership = Membership.objects.filter(project_id=project_id, user=user).first()
+    refuse_non_member(membership, lead=lead)
+    return membership
+
+
+def clean_text(value: str, field: str, what: str) -> str:
+    if value is None or BLANK.match(value):
+        raise ValidationError({field: f"{what} is required: write it out, not only blanks."})
+    return value.strip()
