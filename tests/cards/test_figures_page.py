@@ -5,6 +5,8 @@ import io
 
 from django.urls import reverse
 
+from cards.models import Claim
+from cards.services.verdicts import verdict_save
 from tests.conftest import bundle_bytes, import_bytes
 from tests.factories import synthetic_bundle
 
@@ -132,9 +134,6 @@ def test_a_run_nobody_here_judged_offers_its_imported_verdicts_in_one_click(
 
 
 def test_no_offer_once_a_reviewer_judged_or_for_another_source(client, reviewer, demo_runs):
-    from cards.models import Claim
-    from cards.services import verdict_save
-
     client.force_login(reviewer)
     assert client.get(figures_url("q017-r1") + "?source=consensus").context["offer"] is None
     claim = Claim.objects.get(response__run__run_id="q017-r1", key="C-017-2")
