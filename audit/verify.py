@@ -13,9 +13,10 @@ size in the zip's header against the manifest, then its streamed size and SHA-25
 every passage's text against its SHA-256; every claim and verdict revision's
 SHA-256 against its content and the chain of `prev_sha256` links of each claim
 (seq 1, 2, 3, … with no gap); every card's attached passage text against the
-passage file; every chain head against the manifest. With `--id`, the SHA-256 of
-manifest.json must equal the package id recorded at export: only that detects a
-package forged whole, hashes included.
+passage file; every chain head against the manifest; no cell of cards.csv that a
+spreadsheet would run as a formula. With `--id`, the SHA-256 of manifest.json must
+equal the package id recorded at export: only that detects a package forged whole,
+hashes included.
 
 The package is hostile input: nothing is read whole, nothing is extracted, and
 every size the zip or the manifest declares is bounded before it is believed.
@@ -25,6 +26,7 @@ from __future__ import annotations
 
 import argparse
 import collections
+import csv
 import hashlib
 import json
 import re
@@ -36,7 +38,7 @@ FORMAT = "evidence-audit/1"
 # a package over them is refused in seconds rather than read for minutes.
 MAX_FILES = 10_000  # members of the zip, entries of the manifest's `files`
 MAX_MANIFEST_BYTES = 64 * 1024 * 1024  # about 600,000 chain heads
-MAX_LINE_BYTES = 16 * 1024 * 1024  # one JSONL row
+MAX_LINE_BYTES = 16 * 1024 * 1024  # one JSONL row, one CSV cell
 # Deflate at level 6 shrinks a package's members up to 10 times, rows made identical on
 # purpose 113 times; more than 400 times (past 1 MiB) is a zip bomb (docs/decisions.md).
 MAX_RATIO = 400
@@ -55,6 +57,8 @@ FIXED = {
     "cards/revisions.jsonl",
 }
 RUN_FILES = ("run.json", "responses.jsonl", "retrieval.jsonl")
+# What Excel, LibreOffice and Google Sheets run as a formula when a cell starts with it (OWASP).
+FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 UNSAFE = "unsafe name (absolute, `..`, backslash or control character)"
 
 
@@ -188,6 +192,29 @@ def jsonl(archive: zipfile.ZipFile, path: str):
             raise Failure(f"{path}:{number}", "line is not JSON", str(exc)) from None
 
 
+def check_csv(archive: zipfile.ZipFile, path: str) -> None:
+    """No cell a spreadsheet would run as a formula: the exporter quotes them with `'`."""
+    lines = (line.decode("utf-8") for _, line in bounded_lines(archive, path))
+    limit = csv.field_size_limit(MAX_LINE_BYTES)  # one cell: several passage texts
+    try:
+        reader = csv.reader(lines, strict=True)
+        header: list[str] = []
+        for row in reader:
+            header = header or row
+            for column, cell in enumerate(row):
+                if cell.startswith(FORMULA_STARTS):
+                    name = header[column] if column < len(header) else str(column + 1)
+                    raise Failure(
+                        f"{path}:{reader.line_num}",
+                        "cell a spreadsheet would run as a formula",
+                        f"column {name}",
+                    )
+    except (csv.Error, UnicodeDecodeError) as exc:
+        raise Failure(path, "not CSV", str(exc)) from None
+    finally:
+        csv.field_size_limit(limit)
+
+
 def verify(path: str, package_id: str | None = None) -> dict[str, int]:
     counts = {"files": 0, "passages": 0, "revisions": 0, "chains": 0, "cards": 0}
     try:
@@ -310,6 +337,7 @@ def verify(path: str, package_id: str | None = None) -> dict[str, int]:
                         citation["ref"],
                     )
             counts["cards"] += 1
+        check_csv(archive, "cards/cards.csv")
     return counts
 
 

@@ -1,4 +1,4 @@
-"""The verifier trusts nothing it reads: zip bombs, huge manifests, zip-slip names.
+"""The verifier trusts nothing it reads: zip bombs, huge manifests, zip-slip names, formulas.
 
 Each attack is a package built the way an attacker would, usually with a resealed
 manifest so that nothing but the new bound stands in the way. verify.py runs in the
@@ -10,6 +10,7 @@ either way the test then fails on the line it expected. No test times anything.
 
 from __future__ import annotations
 
+import csv
 import hashlib
 import io
 import os
@@ -45,6 +46,7 @@ GiB = 1024**3
 # verify.py needs about 30 MB; what it reads is bounded far below this cap.
 MEMORY = 512 * 1024**2
 BOMB_MEMBER = PASSAGES
+CSV = "cards/cards.csv"
 
 
 def failures_bounded(exported, packages: list[Path], timeout: float = 120) -> list[str]:
@@ -316,6 +318,24 @@ def test_a_jsonl_line_over_the_bound_fails_without_being_read_whole(
         tracemalloc.stop()
     assert str(caught.value) == f"{PASSAGES}:2: line too long: over 4096 bytes"
     assert peak < 4 * 1024**2
+
+
+# --- spreadsheet formulas -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("start", ["=", "+", "-", "@", "\t", "\r"])
+def test_a_csv_cell_a_spreadsheet_would_run_fails_verification(exported, tmp_path, start):
+    table = list(csv.reader(io.StringIO(exported.files[CSV].decode("utf-8"), newline="")))
+    number = next(i for i, row in enumerate(table) if i and not any("\n" in c for c in row))
+    table[number][table[0].index("reason")] = f'{start}HYPERLINK("https://evil.example/")'
+    out = io.StringIO(newline="")
+    csv.writer(out, lineterminator="\n").writerows(table)
+    files = {**exported.files, CSV: out.getvalue().encode("utf-8")}
+    refit_manifest(files)
+    line = 1 + number + sum(c.count("\n") for row in table[:number] for c in row)
+    assert failures_bounded(exported, [tampered(tmp_path, files)]) == [
+        f"FAIL {CSV}:{line}: cell a spreadsheet would run as a formula: column reason"
+    ]
 
 
 def test_the_package_verifies_within_the_memory_cap(exported):
