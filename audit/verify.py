@@ -5,7 +5,8 @@
 
 Exit status 0 and `OK …` when every check passes; 1 and the first failure as
 `FAIL file[:line]: check: detail` otherwise; 2 for wrong usage. Checks, in order:
-the zip opens, holds at most MAX_FILES entries, no name twice and no unsafe name;
+the zip's end record declares at most MAX_FILES entries in a central directory of
+at most MAX_DIRECTORY_BYTES; the zip opens, no name twice and no unsafe name;
 manifest.json is at most MAX_MANIFEST_BYTES, canonical JSON, and its
 `manifest_sha256` matches its content; every path it lists belongs to the package
 layout; the files in the zip are exactly those the manifest lists; every file's
@@ -30,6 +31,7 @@ import csv
 import hashlib
 import json
 import re
+import struct
 import sys
 import zipfile
 
@@ -37,6 +39,7 @@ FORMAT = "evidence-audit/1"
 # Bounds far above any package the application exports (docs/audit.md, "Limits"):
 # a package over them is refused in seconds rather than read for minutes.
 MAX_FILES = 10_000  # members of the zip, entries of the manifest's `files`
+MAX_DIRECTORY_BYTES = 4 * 1024 * 1024  # the zip's index: under 300 bytes an entry
 MAX_MANIFEST_BYTES = 64 * 1024 * 1024  # about 600,000 chain heads
 MAX_LINE_BYTES = 16 * 1024 * 1024  # one JSONL row, one CSV cell
 # Deflate at level 6 shrinks a package's members up to 10 times, rows made identical on
@@ -215,10 +218,47 @@ def check_csv(archive: zipfile.ZipFile, path: str) -> None:
         csv.field_size_limit(limit)
 
 
+def end_record(file) -> tuple[int, int]:
+    """The entry count and central directory size the zip's end record declares.
+
+    zipfile reads the whole central directory, a record per entry, before anything can be
+    checked: these two numbers bound it first. zipfile reads as many bytes as the size
+    says, whatever the count, so both are bounded. (0, 0) when there is no end record:
+    zipfile then says what is wrong.
+    """
+    file.seek(0, 2)
+    tail = min(file.tell(), 22 + 65535)  # the record, and a comment of at most 64 KiB
+    file.seek(-tail, 2)
+    data = file.read(tail)
+    at = data.rfind(b"PK\x05\x06")
+    if at < 0 or len(data) - at < 22:
+        return 0, 0
+    entries, directory = struct.unpack("<HI", data[at + 10 : at + 16])
+    locator = data[at - 20 : at] if at >= 20 else b""
+    if locator[:4] == b"PK\x06\x07":  # zip64: the real figures are in the zip64 record
+        file.seek(struct.unpack("<Q", locator[8:16])[0])
+        record = file.read(56)
+        if record[:4] == b"PK\x06\x06":
+            entries, directory = struct.unpack("<QQ", record[32:48])
+    return entries, directory
+
+
 def verify(path: str, package_id: str | None = None) -> dict[str, int]:
     counts = {"files": 0, "passages": 0, "revisions": 0, "chains": 0, "cards": 0}
     try:
+        with open(path, "rb") as file:
+            entries, directory = end_record(file)
+        if entries > MAX_FILES + 1:
+            raise Failure(path, "too many entries", f"{entries}, a package holds {MAX_FILES}")
+        if directory > MAX_DIRECTORY_BYTES:
+            raise Failure(
+                path,
+                "central directory too large",
+                f"{directory} bytes, a package's is at most {MAX_DIRECTORY_BYTES}",
+            )
         archive = zipfile.ZipFile(path)
+    except Failure:
+        raise
     except Exception as exc:  # noqa: BLE001 - any damage to the container is a failed check
         raise Failure(path, "not a readable zip file", f"{type(exc).__name__}: {exc}") from None
     with archive:

@@ -14,6 +14,7 @@ import csv
 import hashlib
 import io
 import os
+import struct
 import subprocess
 import sys
 import tracemalloc
@@ -208,18 +209,44 @@ def test_a_manifest_listing_more_files_than_a_package_holds_is_refused(exported,
     ]
 
 
-def test_a_zip_of_100_000_entries_is_refused_in_seconds(exported, tmp_path):
-    # The check for repeated names was a list.count per name: 20,000 names took seconds,
-    # 100,000 never finished. The timeout is generous; it ends the test, not the suite.
-    package = tmp_path / "crowded.zip"
+@pytest.fixture(scope="module")
+def crowded(exported, tmp_path_factory) -> Path:
+    """The package with 100,000 empty files added: 11 MB, a central directory of 6.5 MB."""
+    package = tmp_path_factory.mktemp("crowded") / "crowded.zip"
     with zipfile.ZipFile(package, "w") as archive:
         for number in range(100_000):
             archive.writestr(f"runs/r/{number}.json", b"")
         for name, data in exported.files.items():
             archive.writestr(name, data)
+    return package
+
+
+def test_a_zip_of_100_000_entries_is_refused_before_its_directory_is_read(exported, crowded):
+    # The check for repeated names was a list.count per name: 20,000 names took seconds,
+    # 100,000 never finished. The timeout is generous; it ends the test, not the suite.
     entries = 100_000 + len(exported.files)
-    assert failures_bounded(exported, [package], timeout=60) == [
-        f"FAIL {package}: too many entries: {entries}, a package holds 10000"
+    assert failures_bounded(exported, [crowded], timeout=60) == [
+        f"FAIL {crowded}: too many entries: {entries}, a package holds 10000"
+    ]
+
+
+def test_a_zip_whose_end_record_understates_its_entries_is_refused_on_the_directory_size(
+    exported, crowded, tmp_path
+):
+    # zipfile reads the central directory by its size, not by the count the end record
+    # gives: a count of 5 does not make 100,000 records fewer.
+    data = bytearray(crowded.read_bytes())
+    end = data.rindex(b"PK\x05\x06")
+    data[end + 8 : end + 12] = struct.pack("<HH", 5, 5)
+    end64 = data.rindex(b"PK\x06\x06")
+    data[end64 + 24 : end64 + 40] = struct.pack("<QQ", 5, 5)  # over 65,535: zip64 counts too
+    package = tmp_path / "understated.zip"
+    package.write_bytes(data)
+    size = struct.unpack("<Q", data[end64 + 40 : end64 + 48])[0]
+    assert size > 4 * 1024**2
+    assert failures_bounded(exported, [package]) == [
+        f"FAIL {package}: central directory too large: {size} bytes, "
+        f"a package's is at most {4 * 1024**2}"
     ]
 
 
