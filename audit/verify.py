@@ -62,7 +62,7 @@ FIXED = {
 RUN_FILES = ("run.json", "responses.jsonl", "retrieval.jsonl")
 # What Excel, LibreOffice and Google Sheets run as a formula when a cell starts with it (OWASP).
 FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
-UNSAFE = "unsafe name (absolute, `..`, backslash or control character)"
+UNSAFE = "unsafe name (absolute, `.`, `..` or empty part, backslash or control character)"
 
 
 class Failure(Exception):
