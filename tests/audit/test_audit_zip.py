@@ -14,6 +14,7 @@ import hashlib
 import io
 import json
 import os
+import resource
 import shutil
 import subprocess
 import zipfile
@@ -123,6 +124,11 @@ def run_verify(verifier: Path, package: Path, *args: str) -> subprocess.Complete
     )  # fmt: skip
 
 
+def address_space(limit: int) -> None:
+    """In a child about to start: cap the memory it may map (virtual, so a generous cap)."""
+    resource.setrlimit(resource.RLIMIT_AS, (limit, limit))
+
+
 # Runs verify.py as `python3 verify.py PACKAGE` would, once per package, in one process.
 VERIFY_EACH = """
 import contextlib, io, json, runpy, sys
@@ -141,17 +147,22 @@ print(json.dumps(answers))
 """
 
 
-def run_verify_each(verifier: Path, packages: list[Path]) -> list[subprocess.CompletedProcess]:
+def run_verify_each(
+    verifier: Path, packages: list[Path], *, memory: int | None = None, timeout: float = 300
+) -> list[subprocess.CompletedProcess]:
     """`run_verify` of each package, in one system python: many tampered packages, one start.
 
     Each package gets a fresh run of verify.py (new globals), with nothing but the
     standard library, as a separate `python3 verify.py` would; only the interpreter's
     start is shared. A traceback escaping verify.py ends this process, and the test.
+    With `memory`, the process may map no more than that many bytes (RLIMIT_AS): past
+    it, an allocation fails with MemoryError instead of the machine swapping.
     """
     done = subprocess.run(
         [PYTHON3, "-c", VERIFY_EACH, verifier.name],
         input=json.dumps([str(package) for package in packages]),
-        cwd=verifier.parent, env=AUDITOR_ENV, capture_output=True, text=True, timeout=300,
+        cwd=verifier.parent, env=AUDITOR_ENV, capture_output=True, text=True, timeout=timeout,
+        preexec_fn=None if memory is None else lambda: address_space(memory),
     )  # fmt: skip
     assert (done.returncode, done.stderr) == (0, ""), done
     return [
