@@ -216,6 +216,14 @@ CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 # held whole in memory.
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 BUNDLE_UPLOAD_MAX_BYTES = env_int("BUNDLE_UPLOAD_MAX_BYTES", 512 * 1024 * 1024)
+# What one import may read, however it arrives, so that it costs at most a small
+# multiple of what it stores (docs/decisions.md, "Limits of an import"). Each is
+# refused as `line N: … (SETTING)` and nothing is stored.
+BUNDLE_MAX_INFLATED_BYTES = env_int("BUNDLE_MAX_INFLATED_BYTES", 4 * 1024**3)
+BUNDLE_MAX_LINES = env_int("BUNDLE_MAX_LINES", 5_000_000)
+BUNDLE_MAX_LINE_BYTES = env_int("BUNDLE_MAX_LINE_BYTES", 8 * 1024**2)
+BUNDLE_MAX_TRACE_BYTES = env_int("BUNDLE_MAX_TRACE_BYTES", 2 * 1024**2)
+BUNDLE_MAX_PASSAGE_CHARS = env_int("BUNDLE_MAX_PASSAGE_CHARS", 200_000)
 
 LOGGING = {
     "version": 1,

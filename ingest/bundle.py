@@ -22,7 +22,6 @@ SCHEMA_PATH = Path(__file__).parent / "schema" / "bundle.schema.json"
 SCHEMA_NAME = "evidence-bundle/1"
 LINE_KINDS = ("run", "passage", "case", "response")
 
-MAX_LINE_BYTES = 16 * 1024 * 1024  # a response with a 200,000-character answer and its claims fits
 MAX_DEPTH = 64  # deeper than any honest trace; Python's json would recurse into a crash
 MAX_PROBLEMS = 50
 
@@ -44,6 +43,33 @@ class BundleReadError(Exception):
     def __init__(self, line: int, message: str):
         super().__init__(message)
         self.problem = Problem(line, "", message)
+
+
+class BundleTooLarge(BundleReadError):
+    """The bundle is past one of its size limits (`Limits`); reading stops there."""
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What one import may read, so that it costs at most a small multiple of what it stores.
+
+    Each is a Django setting (`BUNDLE_MAX_…`, see docs/decisions.md, "Limits"); the
+    defaults here are those of config/settings.py and serve code without Django settings.
+    """
+
+    # The bytes of the bundle once un-gzipped: a 2.4 MB gzip can inflate to 2.5 GB.
+    inflated_bytes: int = 4 * 1024**3
+    # Lines, blank ones included: a blank line stores nothing but costs a loop turn.
+    lines: int = 5_000_000
+    # One line: json turns 8 MiB of `{},{},…` into some 190 MB of Python objects.
+    line_bytes: int = 8 * 1024**2
+    # A response's trace as stored (compact JSON, UTF-8): kept verbatim, read by nobody.
+    trace_bytes: int = 2 * 1024**2
+    # A passage's text, in characters (the schema's own maximum is 200,000).
+    passage_chars: int = 200_000
+
+
+DEFAULT_LIMITS = Limits()
 
 
 class CountingReader(io.RawIOBase):
@@ -73,18 +99,30 @@ def open_bundle(raw: IO[bytes]) -> tuple[IO[bytes], CountingReader]:
     return buffered, counter
 
 
-def iter_raw_lines(stream: IO[bytes]) -> Iterator[tuple[int, bytes | None]]:
-    """Yield (line number, bytes); bytes is None for a line over MAX_LINE_BYTES (skipped)."""
+def iter_raw_lines(
+    stream: IO[bytes], limits: Limits = DEFAULT_LIMITS
+) -> Iterator[tuple[int, bytes | None]]:
+    """Yield (line number, bytes); bytes is None for a line over `limits.line_bytes` (skipped).
+
+    Raises BundleTooLarge as soon as the lines or the bytes read pass their limits, so
+    a bomb costs what the limits allow, never what it inflates to.
+    """
     number = 0
+    inflated = 0
+    longest = limits.line_bytes
     try:
         while True:
-            chunk = stream.readline(MAX_LINE_BYTES + 1)
+            chunk = stream.readline(longest + 1)
             if not chunk:
                 return
             number += 1
-            if len(chunk) > MAX_LINE_BYTES and not chunk.endswith(b"\n"):
+            inflated += len(chunk)
+            _within(number, inflated, limits)
+            if len(chunk) > longest and not chunk.endswith(b"\n"):
                 while chunk and not chunk.endswith(b"\n"):  # skip the rest of the line
-                    chunk = stream.readline(MAX_LINE_BYTES)
+                    chunk = stream.readline(longest)
+                    inflated += len(chunk)
+                    _within(number, inflated, limits)
                 yield number, None
                 continue
             yield number, chunk
@@ -94,6 +132,21 @@ def iter_raw_lines(stream: IO[bytes]) -> Iterator[tuple[int, bytes | None]]:
         ) from None
     except (gzip.BadGzipFile, zlib.error) as exc:
         raise BundleReadError(number + 1, f"the gzip stream is corrupt ({exc})") from None
+
+
+def _within(number: int, inflated: int, limits: Limits) -> None:
+    if number > limits.lines:
+        raise BundleTooLarge(
+            number,
+            f"the bundle has more than {limits.lines:,} lines, blank lines included "
+            "(BUNDLE_MAX_LINES)",
+        )
+    if inflated > limits.inflated_bytes:
+        raise BundleTooLarge(
+            number,
+            f"the bundle is larger than {limits.inflated_bytes:,} bytes uncompressed "
+            "(BUNDLE_MAX_INFLATED_BYTES)",
+        )
 
 
 def _reject_constant(name: str) -> Any:
@@ -118,10 +171,14 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return result
 
 
-def parse_line(number: int, raw: bytes | None) -> tuple[dict | None, Problem | None]:
+def parse_line(
+    number: int, raw: bytes | None, limits: Limits = DEFAULT_LIMITS
+) -> tuple[dict | None, Problem | None]:
     """Bytes of one line → (object, None) or (None, problem). Blank lines give (None, None)."""
     if raw is None:
-        return None, Problem(number, "", f"line is longer than {MAX_LINE_BYTES:,} bytes")
+        return None, Problem(
+            number, "", f"line is longer than {limits.line_bytes:,} bytes (BUNDLE_MAX_LINE_BYTES)"
+        )
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
