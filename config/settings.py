@@ -138,6 +138,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, so that its form check parses no body the CSRF or login checks refuse.
+    "evidence.middleware.RefuseUnstorableText",
 ]
 
 ROOT_URLCONF = "config.urls"
