@@ -12,7 +12,8 @@ killed after `--timeout` seconds, in a scratch SQLite database migrated once.
 The bombs (each small on disk):
 
 - `blank`: a run line, then 2.5 GB of blank lines, gzip (2.4 MB): nothing to store.
-- `trace`: 50 responses whose `trace` holds 15 MB of text, gzip (~750 KB).
+- `trace`: 50 responses whose `trace` holds 15 MB of text, gzip (~750 KB); `trace2`
+  300 responses with traces of 2 MB, just under the limit, that are stored.
 - `passages`: 4,000 passages of 200,000 characters, gzip (~800 KB): 800 MB of text.
 - `containers`: one response whose trace is 5 million empty objects, a 15 MB line:
   the most Python memory a line of that size can unpack into; `containers8` the same
@@ -68,11 +69,11 @@ def passage(i: int) -> dict:
     }
 
 
-def trace() -> Iterator[bytes]:
+def trace(size: int = 15_000_000, count: int = 50) -> Iterator[bytes]:
     yield line(RUN)
     yield line(passage(0) | {"text": "a passage"})
-    log_text = "x" * 15_000_000
-    for i in range(50):
+    log_text = "x" * size
+    for i in range(count):
         yield line({"kind": "case", "case_id": f"C-{i}", "query": "q"})
         yield line(
             {
@@ -109,6 +110,8 @@ def system() -> Iterator[bytes]:
 BOMBS: dict[str, Callable[[], Iterator[bytes]]] = {
     "blank": blank,
     "trace": trace,
+    # Traces just under the 2 MiB trace limit: stored, so only the flush by bytes bounds them.
+    "trace2": lambda: trace(2_000_000, 300),
     "passages": passages,
     "containers": containers,
     # The same at just under the 8 MiB line limit: the most a line may unpack into.

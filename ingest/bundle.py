@@ -63,8 +63,9 @@ class Limits:
     lines: int = 5_000_000
     # One line: json turns 8 MiB of `{},{},…` into some 190 MB of Python objects.
     line_bytes: int = 8 * 1024**2
-    # A response's trace as stored (compact JSON, UTF-8): kept verbatim, read by nobody.
-    trace_bytes: int = 2 * 1024**2
+    # An object kept verbatim (a trace, the run's system, a retrieval's filters), as
+    # stored (compact JSON, UTF-8): nothing reads it, so nothing needs it large.
+    verbatim_bytes: int = 2 * 1024**2
     # A passage's text, in characters (the schema's own maximum is 200,000).
     passage_chars: int = 200_000
 
@@ -222,23 +223,38 @@ _SUSPECT_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F][0-9a-fA-F]{2})")
 
 
 def _unstorable_string(value: Any, path: str) -> tuple[str, str] | None:
-    """The first string (or key) holding a NUL or an unpaired surrogate, with its path."""
-    stack: list[tuple[Any, str]] = [(value, path)]
+    """The first string (or key) holding a NUL or an unpaired surrogate, with its path.
+
+    Depth first over one iterator per open container, so the walk holds as many
+    entries as the line is deep, not one per value (millions, for `[{},{},…]`).
+    """
+    # (entries of a container as (key or index, child), its path, whether keys are keys)
+    stack: list[tuple[Iterator[tuple[Any, Any]], str, bool]] = []
+    if _is_container(value):
+        stack.append(_entries(value, path))
+    elif isinstance(value, str) and (problem := _string_problem(value)):
+        return path, problem
     while stack:
-        node, where = stack.pop()
-        if isinstance(node, dict):
-            for key, child in node.items():
-                problem = _string_problem(key)
-                if problem:
-                    return f"{where}/{_escape(key)}", f"the key {problem}"
-                stack.append((child, f"{where}/{_escape(key)}"))
-        elif isinstance(node, list):
-            stack.extend((child, f"{where}/{i}") for i, child in enumerate(node))
-        elif isinstance(node, str):
-            problem = _string_problem(node)
-            if problem:
-                return where, problem
+        entries, where, keyed = stack[-1]
+        entry = next(entries, None)
+        if entry is None:
+            stack.pop()
+            continue
+        key, child = entry
+        here = f"{where}/{_escape(str(key))}"
+        if keyed and (problem := _string_problem(key)):
+            return here, f"the key {problem}"
+        if isinstance(child, str) and (problem := _string_problem(child)):
+            return here, problem
+        if _is_container(child):
+            stack.append(_entries(child, here))
     return None
+
+
+def _entries(node: dict | list, path: str) -> tuple[Iterator[tuple[Any, Any]], str, bool]:
+    if isinstance(node, dict):
+        return iter(node.items()), path, True
+    return enumerate(node), path, False
 
 
 def _string_problem(text: str) -> str | None:
@@ -253,20 +269,33 @@ def _string_problem(text: str) -> str | None:
 
 
 def _depth(value: Any) -> int:
-    """Nesting depth, iteratively (a recursive walk is what deep input attacks)."""
-    deepest = 0
-    stack: list[tuple[Any, int]] = [(value, 1)]
+    """Nesting depth, iteratively (a recursive walk is what deep input attacks).
+
+    One iterator per open container: the walk holds as many entries as the value is
+    deep, where a stack of all the children held 170 MB for an 8 MiB `[{},{},…]`.
+    """
+    if not _is_container(value):
+        return 0
+    deepest = 1
+    stack = [_children(value)]
     while stack:
-        node, depth = stack.pop()
-        if depth > deepest:
-            deepest = depth
-            if deepest > MAX_DEPTH:
-                return deepest
-        if isinstance(node, dict):
-            stack.extend((child, depth + 1) for child in node.values() if _is_container(child))
-        elif isinstance(node, list):
-            stack.extend((child, depth + 1) for child in node if _is_container(child))
+        child = next(stack[-1], _END)
+        if child is _END:
+            stack.pop()
+        elif _is_container(child):
+            stack.append(_children(child))
+            if len(stack) > deepest:
+                deepest = len(stack)
+                if deepest > MAX_DEPTH:
+                    return deepest
     return deepest
+
+
+_END = object()
+
+
+def _children(node: dict | list) -> Iterator[Any]:
+    return iter(node.values() if isinstance(node, dict) else node)
 
 
 def _is_container(value: Any) -> bool:

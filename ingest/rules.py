@@ -115,6 +115,7 @@ class Rules:
             self.problem(number, "/baseline_run_id", "a run cannot be its own baseline")
         if problem := storable_time_problem(line["created_at"]):
             self.problem(number, "/created_at", problem)
+        self.check_verbatim(number, "/system", line["system"])
         return True
 
     def declared(self, number: int, path: str, ref: str) -> PassageSeen | None:
@@ -215,10 +216,12 @@ class Rules:
         if not text and not line.get("abstained", False):
             self.problem(number, "/text", "is empty, which only an abstained response may be")
         if "trace" in line:
-            self.check_trace(number, line["trace"])
+            self.check_verbatim(number, "/trace", line["trace"])
         _integral(line)
         seen_refs: dict[str, int] = {}
         for i, item in enumerate(line["retrieved"]):
+            if "filters" in item:
+                self.check_verbatim(number, f"/retrieved/{i}/filters", item["filters"])
             if "score" in item and not _fits_float(item["score"]):
                 self.problem(number, f"/retrieved/{i}/score", "is too large for a number")
             if item["rank"] != i + 1:
@@ -248,16 +251,17 @@ class Rules:
             self.check_claim(number, path, claim, text, case)
         return ResponseSeen(number, len(self.responded), line, case)
 
-    def check_trace(self, number: int, trace: dict) -> None:
+    def check_verbatim(self, number: int, path: str, value: dict) -> None:
+        """An object stored verbatim (a trace, the run's system, filters) within its limit."""
         # Measured as it would be stored (ingest.bulk.to_json): the raw line can be larger
         # (spaces, escapes) or smaller (`1e9` is stored as 1000000000.0).
-        size = len(json.dumps(trace, ensure_ascii=False, separators=(",", ":")).encode())
-        if size > self.limits.trace_bytes:
+        size = len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
+        if size > self.limits.verbatim_bytes:
             self.problem(
                 number,
-                "/trace",
-                f"is {size:,} bytes as stored; a trace may hold at most "
-                f"{self.limits.trace_bytes:,} (BUNDLE_MAX_TRACE_BYTES)",
+                path,
+                f"is {size:,} bytes as stored; an object kept verbatim may hold at most "
+                f"{self.limits.verbatim_bytes:,} (BUNDLE_MAX_VERBATIM_BYTES)",
             )
 
     def check_marker(self, number: int, i: int, citation: dict, text: str) -> None:

@@ -47,7 +47,7 @@ def limits_from_settings() -> Limits:
         inflated_bytes=settings.BUNDLE_MAX_INFLATED_BYTES,
         lines=settings.BUNDLE_MAX_LINES,
         line_bytes=settings.BUNDLE_MAX_LINE_BYTES,
-        trace_bytes=settings.BUNDLE_MAX_TRACE_BYTES,
+        verbatim_bytes=settings.BUNDLE_MAX_VERBATIM_BYTES,
         passage_chars=settings.BUNDLE_MAX_PASSAGE_CHARS,
     )
 

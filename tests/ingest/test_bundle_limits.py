@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import gzip
 import json
+import tracemalloc
 
 from evidence.canonical import text_sha256
+from ingest import bundle
 from ingest.writer import BatchWriter
 from tests.conftest import FIXTURES, bundle_bytes, import_bytes
 from tests.ingest.test_bundle_import_errors import FIXTURE, good, refused, with_line_5
@@ -80,20 +82,38 @@ def test_a_bundle_exactly_at_the_inflated_limit_is_imported(project, settings):
 
 
 def test_a_trace_over_the_limit_is_refused_with_its_stored_size(project, settings):
-    settings.BUNDLE_MAX_TRACE_BYTES = 100
+    settings.BUNDLE_MAX_VERBATIM_BYTES = 100
     trace = {"log": "é" * 60}  # 120 bytes of UTF-8, 360 as \\u escapes in the line
     response = good()[4] | {"trace": trace}
     error = refused(with_line_5(json.dumps(response)))
     stored = len(json.dumps(trace, ensure_ascii=False, separators=(",", ":")).encode())
     assert error.lines() == [
-        f"line 5: /trace: is {stored} bytes as stored; a trace may hold at most 100 "
-        "(BUNDLE_MAX_TRACE_BYTES)"
+        f"line 5: /trace: is {stored} bytes as stored; an object kept verbatim may hold at "
+        "most 100 (BUNDLE_MAX_VERBATIM_BYTES)"
     ]
+
+
+def test_the_runs_system_and_retrieval_filters_are_kept_verbatim_within_the_limit(
+    project, settings
+):
+    settings.BUNDLE_MAX_VERBATIM_BYTES = 30
+    lines = good()
+    lines[0]["system"]["notes"] = "x" * 30
+    lines[4]["retrieved"][1]["filters"] = {"section": "y" * 30}
+    error = refused(bundle_bytes(*lines))
+    assert [(p.line, p.path) for p in error.problems] == [
+        (1, "/system"),
+        (5, "/retrieved/1/filters"),
+    ]
+    assert error.problems[1].message == (
+        "is 44 bytes as stored; an object kept verbatim may hold at most 30 "
+        "(BUNDLE_MAX_VERBATIM_BYTES)"
+    )
 
 
 def test_a_trace_at_the_limit_is_imported(project, settings):
     trace = {"log": "x" * 50}
-    settings.BUNDLE_MAX_TRACE_BYTES = len(json.dumps(trace, separators=(",", ":")))
+    settings.BUNDLE_MAX_VERBATIM_BYTES = len(json.dumps(trace, separators=(",", ":")))
     response = good()[4] | {"trace": trace}
     assert import_bytes(with_line_5(json.dumps(response))).responses == 1
 
@@ -155,3 +175,20 @@ def test_the_default_limits_take_a_response_with_a_200000_character_answer(proje
         claim["spans"] = [[a + shift, b + shift] for a, b in claim.get("spans", ())]
     response["trace"] = {"prompt": "€" * 500_000}
     assert import_bytes(with_line_5(json.dumps(response, ensure_ascii=False))).responses == 1
+
+
+def test_the_checks_of_a_parsed_line_hold_memory_per_level_not_per_value():
+    # 8 MiB of `{},{},…` unpacks into ~190 MB of objects; a walk that stacked every child
+    # (depth, NUL and surrogate checks) held as much again: 445 MB at peak for one line.
+    value = {"trace": {"t": [{} for _ in range(200_000)] + ["\x00"]}}
+    tracemalloc.start()
+    try:
+        assert bundle._depth(value) == 4
+        assert bundle._unstorable_string(value, "") == (
+            "/trace/t/200000",
+            "contains a NUL character (\\u0000), which cannot be stored",
+        )
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert peak < 100_000  # one stacked entry per child would be several MB
