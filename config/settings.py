@@ -167,7 +167,14 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# Failed logins before the form asks to wait (evidence/auth.py), counted per username
+# and per client address, and how long the wait is. The counts live in the cache: with
+# several worker processes, CACHES must name a shared one for the limit to be shared.
+LOGIN_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5)
+LOGIN_FAILURE_WINDOW_SECONDS = env_int("LOGIN_FAILURE_WINDOW_SECONDS", 15 * 60)
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
@@ -211,8 +218,25 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
-SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", False)
+# Production (DEBUG off, outside the tests, whose client speaks plain http) is HTTPS
+# only by default: secure cookies, a redirect to https and HSTS. Each is switchable, for
+# a server run over plain http on a private address (the browser tests, benchmarks).
+# Behind a proxy that terminates TLS, keep them on and set SECURE_PROXY_SSL_HEADER=1
+# so that Django sees the request was https (the proxy must set X-Forwarded-Proto).
+_PRODUCTION = not DEBUG and not os.environ.get("PYTEST_VERSION")
+SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", _PRODUCTION)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", _PRODUCTION)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 365 * 24 * 3600 if _PRODUCTION else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+if env_bool("SECURE_PROXY_SSL_HEADER", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SILENCED_SYSTEM_CHECKS = [
+    # HSTS preload lists a domain in browsers for good: the domain's owner decides that
+    # (SECURE_HSTS_PRELOAD=1), not a default.
+    "security.W021",
+]
 
 # Bundles are uploaded as files and streamed from a temporary file, never
 # held whole in memory.
