@@ -239,8 +239,15 @@ SILENCED_SYSTEM_CHECKS = [
 ]
 
 # Bundles are uploaded as files and streamed from a temporary file, never
-# held whole in memory.
+# held whole in memory, and only for a lead of the project: anyone else's body is
+# not parsed at all (ingest/uploads.py). The import reads the file once it is whole,
+# so no transaction is open while the body arrives.
+FILE_UPLOAD_HANDLERS = ["ingest.uploads.BundleUploadHandler"]
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+# Form fields that are not files (Django's defaults, stated): 2.5 MB, 1,000 fields.
+DATA_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
+DATA_UPLOAD_MAX_NUMBER_FIELDS = 1000
+DATA_UPLOAD_MAX_NUMBER_FILES = 1  # the upload page sends one bundle
 BUNDLE_UPLOAD_MAX_BYTES = env_int("BUNDLE_UPLOAD_MAX_BYTES", 512 * 1024 * 1024)
 # What one import may read, however it arrives, so that it costs at most a small
 # multiple of what it stores (docs/decisions.md, "Limits of an import"). Each is
