@@ -118,7 +118,8 @@ def iter_raw_lines(
                 return
             number += 1
             inflated += len(chunk)
-            _within(number, inflated, limits)
+            if number > limits.lines or inflated > limits.inflated_bytes:
+                _within(number, inflated, limits)
             if len(chunk) > longest and not chunk.endswith(b"\n"):
                 while chunk and not chunk.endswith(b"\n"):  # skip the rest of the line
                     chunk = stream.readline(longest)

@@ -202,9 +202,11 @@ class _Importer:
                 if chunk is not None:
                     self.source_hash.update(chunk)
                 self.summary.lines = number
-                self.feed(number, chunk)
                 if progress is not None and number % 500 == 0:
                     progress(counter.bytes_read, number)
+                if chunk == b"\n":
+                    continue  # blank: nothing to parse or store (millions, in a bomb)
+                self.feed(number, chunk)
                 batches = self.batches
                 if batches is not None and (
                     len(batches.pending_responses) >= FLUSH_EVERY_RESPONSES
