@@ -6,12 +6,13 @@ import hashlib
 
 from django import forms
 from django.conf import settings
+from django.contrib.admin.forms import AdminAuthenticationForm
 from django.contrib.auth.forms import AuthenticationForm
 from django.core.cache import cache
 
 
-class ThrottledAuthenticationForm(AuthenticationForm):
-    """Django's login form, refusing to check a password once too many checks failed.
+class LoginThrottle(AuthenticationForm):
+    """A login form that refuses to check a password once too many checks failed.
 
     Failures are counted per username (against guessing one account's password) and
     per client address (against trying one password on many accounts), for
@@ -60,3 +61,11 @@ class ThrottledAuthenticationForm(AuthenticationForm):
             "login-failures:user:" + hashlib.sha256(username.encode()).hexdigest(),
             "login-failures:addr:" + hashlib.sha256(address.encode()).hexdigest(),
         ]
+
+
+class ThrottledAuthenticationForm(LoginThrottle):
+    """The login page's form."""
+
+
+class ThrottledAdminAuthenticationForm(LoginThrottle, AdminAuthenticationForm):
+    """The admin's login form: the same counts, or the admin would be a way around them."""

@@ -118,3 +118,14 @@ def test_each_https_setting_can_be_switched_off_for_plain_http(settings):
     assert done.returncode == 1
     for check in ("security.W004", "security.W008", "security.W012", "security.W016"):
         assert check in done.stderr
+
+
+def test_the_admin_login_counts_the_same_failures(client, django_user_model):
+    django_user_model.objects.create_user("staff", password=PASSWORD, is_staff=True)
+    for _ in range(5):
+        log_in(client, "staff", "wrong")
+    response = client.post(
+        "/admin/login/", {"username": "staff", "password": PASSWORD}, REMOTE_ADDR="10.0.0.7"
+    )
+    assert response.status_code == 200
+    assert WAIT in response.text
