@@ -59,6 +59,10 @@ def django_env(database_url: str, **overrides: str) -> dict[str, str]:
         "SECRET_KEY": "bench",
         "ALLOWED_HOSTS": "testserver",
         "STATIC_MANIFEST": "0",
+        # Served over plain http (gunicorn on 127.0.0.1, the test client): no https.
+        "SECURE_SSL_REDIRECT": "0",
+        "SECURE_HSTS_SECONDS": "0",
+        "SECURE_COOKIES": "0",
         "DJANGO_SETTINGS_MODULE": "config.settings",
         **overrides,
     }

@@ -138,6 +138,8 @@ MIDDLEWARE = [
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "django.middleware.csp.ContentSecurityPolicyMiddleware",
     "django_htmx.middleware.HtmxMiddleware",
+    # Last, so that its form check parses no body the CSRF or login checks refuse.
+    "evidence.middleware.RefuseUnstorableText",
 ]
 
 ROOT_URLCONF = "config.urls"
@@ -165,7 +167,14 @@ DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
 ]
+# Failed logins before the form asks to wait (evidence/auth.py), counted per username
+# and per client address, and how long the wait is. The counts live in the cache: with
+# several worker processes, CACHES must name a shared one for the limit to be shared.
+LOGIN_FAILURE_LIMIT = env_int("LOGIN_FAILURE_LIMIT", 5)
+LOGIN_FAILURE_WINDOW_SECONDS = env_int("LOGIN_FAILURE_WINDOW_SECONDS", 15 * 60)
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
@@ -209,13 +218,45 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
-SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", False)
+# Production (DEBUG off, outside the tests, whose client speaks plain http) is HTTPS
+# only by default: secure cookies, a redirect to https and HSTS. Each is switchable, for
+# a server run over plain http on a private address (the browser tests, benchmarks).
+# Behind a proxy that terminates TLS, keep them on and set SECURE_PROXY_SSL_HEADER=1
+# so that Django sees the request was https (the proxy must set X-Forwarded-Proto).
+_PRODUCTION = not DEBUG and not os.environ.get("PYTEST_VERSION")
+SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", _PRODUCTION)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", _PRODUCTION)
+SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 365 * 24 * 3600 if _PRODUCTION else 0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
+SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
+if env_bool("SECURE_PROXY_SSL_HEADER", False):
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+SILENCED_SYSTEM_CHECKS = [
+    # HSTS preload lists a domain in browsers for good: the domain's owner decides that
+    # (SECURE_HSTS_PRELOAD=1), not a default.
+    "security.W021",
+]
 
 # Bundles are uploaded as files and streamed from a temporary file, never
-# held whole in memory.
+# held whole in memory, and only for a lead of the project: anyone else's body is
+# not parsed at all (ingest/uploads.py). The import reads the file once it is whole,
+# so no transaction is open while the body arrives.
+FILE_UPLOAD_HANDLERS = ["ingest.uploads.BundleUploadHandler"]
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
+# Form fields that are not files (Django's defaults, stated): 2.5 MB, 1,000 fields.
+DATA_UPLOAD_MAX_MEMORY_SIZE = 2_621_440
+DATA_UPLOAD_MAX_NUMBER_FIELDS = 1000
+DATA_UPLOAD_MAX_NUMBER_FILES = 1  # the upload page sends one bundle
 BUNDLE_UPLOAD_MAX_BYTES = env_int("BUNDLE_UPLOAD_MAX_BYTES", 512 * 1024 * 1024)
+# What one import may read, however it arrives, so that it costs at most a small
+# multiple of what it stores (docs/decisions.md, "Limits of an import"). Each is
+# refused as `line N: … (SETTING)` and nothing is stored.
+BUNDLE_MAX_INFLATED_BYTES = env_int("BUNDLE_MAX_INFLATED_BYTES", 4 * 1024**3)
+BUNDLE_MAX_LINES = env_int("BUNDLE_MAX_LINES", 5_000_000)
+BUNDLE_MAX_LINE_BYTES = env_int("BUNDLE_MAX_LINE_BYTES", 8 * 1024**2)
+BUNDLE_MAX_VERBATIM_BYTES = env_int("BUNDLE_MAX_VERBATIM_BYTES", 2 * 1024**2)
+BUNDLE_MAX_PASSAGE_CHARS = env_int("BUNDLE_MAX_PASSAGE_CHARS", 200_000)
 
 LOGGING = {
     "version": 1,

@@ -22,7 +22,6 @@ SCHEMA_PATH = Path(__file__).parent / "schema" / "bundle.schema.json"
 SCHEMA_NAME = "evidence-bundle/1"
 LINE_KINDS = ("run", "passage", "case", "response")
 
-MAX_LINE_BYTES = 16 * 1024 * 1024  # a response with a 200,000-character answer and its claims fits
 MAX_DEPTH = 64  # deeper than any honest trace; Python's json would recurse into a crash
 MAX_PROBLEMS = 50
 
@@ -44,6 +43,34 @@ class BundleReadError(Exception):
     def __init__(self, line: int, message: str):
         super().__init__(message)
         self.problem = Problem(line, "", message)
+
+
+class BundleTooLarge(BundleReadError):
+    """The bundle is past one of its size limits (`Limits`); reading stops there."""
+
+
+@dataclass(frozen=True, slots=True)
+class Limits:
+    """What one import may read, so that it costs at most a small multiple of what it stores.
+
+    Each is a Django setting (`BUNDLE_MAX_…`, see docs/decisions.md, "Limits"); the
+    defaults here are those of config/settings.py and serve code without Django settings.
+    """
+
+    # The bytes of the bundle once un-gzipped: a 2.4 MB gzip can inflate to 2.5 GB.
+    inflated_bytes: int = 4 * 1024**3
+    # Lines, blank ones included: a blank line stores nothing but costs a loop turn.
+    lines: int = 5_000_000
+    # One line: json turns 8 MiB of `{},{},…` into some 190 MB of Python objects.
+    line_bytes: int = 8 * 1024**2
+    # An object kept verbatim (a trace, the run's system, a retrieval's filters), as
+    # stored (compact JSON, UTF-8): nothing reads it, so nothing needs it large.
+    verbatim_bytes: int = 2 * 1024**2
+    # A passage's text, in characters (the schema's own maximum is 200,000).
+    passage_chars: int = 200_000
+
+
+DEFAULT_LIMITS = Limits()
 
 
 class CountingReader(io.RawIOBase):
@@ -73,18 +100,31 @@ def open_bundle(raw: IO[bytes]) -> tuple[IO[bytes], CountingReader]:
     return buffered, counter
 
 
-def iter_raw_lines(stream: IO[bytes]) -> Iterator[tuple[int, bytes | None]]:
-    """Yield (line number, bytes); bytes is None for a line over MAX_LINE_BYTES (skipped)."""
+def iter_raw_lines(
+    stream: IO[bytes], limits: Limits = DEFAULT_LIMITS
+) -> Iterator[tuple[int, bytes | None]]:
+    """Yield (line number, bytes); bytes is None for a line over `limits.line_bytes` (skipped).
+
+    Raises BundleTooLarge as soon as the lines or the bytes read pass their limits, so
+    a bomb costs what the limits allow, never what it inflates to.
+    """
     number = 0
+    inflated = 0
+    longest = limits.line_bytes
     try:
         while True:
-            chunk = stream.readline(MAX_LINE_BYTES + 1)
+            chunk = stream.readline(longest + 1)
             if not chunk:
                 return
             number += 1
-            if len(chunk) > MAX_LINE_BYTES and not chunk.endswith(b"\n"):
+            inflated += len(chunk)
+            if number > limits.lines or inflated > limits.inflated_bytes:
+                _within(number, inflated, limits)
+            if len(chunk) > longest and not chunk.endswith(b"\n"):
                 while chunk and not chunk.endswith(b"\n"):  # skip the rest of the line
-                    chunk = stream.readline(MAX_LINE_BYTES)
+                    chunk = stream.readline(longest)
+                    inflated += len(chunk)
+                    _within(number, inflated, limits)
                 yield number, None
                 continue
             yield number, chunk
@@ -94,6 +134,21 @@ def iter_raw_lines(stream: IO[bytes]) -> Iterator[tuple[int, bytes | None]]:
         ) from None
     except (gzip.BadGzipFile, zlib.error) as exc:
         raise BundleReadError(number + 1, f"the gzip stream is corrupt ({exc})") from None
+
+
+def _within(number: int, inflated: int, limits: Limits) -> None:
+    if number > limits.lines:
+        raise BundleTooLarge(
+            number,
+            f"the bundle has more than {limits.lines:,} lines, blank lines included "
+            "(BUNDLE_MAX_LINES)",
+        )
+    if inflated > limits.inflated_bytes:
+        raise BundleTooLarge(
+            number,
+            f"the bundle is larger than {limits.inflated_bytes:,} bytes uncompressed "
+            "(BUNDLE_MAX_INFLATED_BYTES)",
+        )
 
 
 def _reject_constant(name: str) -> Any:
@@ -118,10 +173,14 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return result
 
 
-def parse_line(number: int, raw: bytes | None) -> tuple[dict | None, Problem | None]:
+def parse_line(
+    number: int, raw: bytes | None, limits: Limits = DEFAULT_LIMITS
+) -> tuple[dict | None, Problem | None]:
     """Bytes of one line → (object, None) or (None, problem). Blank lines give (None, None)."""
     if raw is None:
-        return None, Problem(number, "", f"line is longer than {MAX_LINE_BYTES:,} bytes")
+        return None, Problem(
+            number, "", f"line is longer than {limits.line_bytes:,} bytes (BUNDLE_MAX_LINE_BYTES)"
+        )
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
@@ -165,23 +224,38 @@ _SUSPECT_ESCAPE = re.compile(r"\\u(?:0000|[dD][89a-fA-F][0-9a-fA-F]{2})")
 
 
 def _unstorable_string(value: Any, path: str) -> tuple[str, str] | None:
-    """The first string (or key) holding a NUL or an unpaired surrogate, with its path."""
-    stack: list[tuple[Any, str]] = [(value, path)]
+    """The first string (or key) holding a NUL or an unpaired surrogate, with its path.
+
+    Depth first over one iterator per open container, so the walk holds as many
+    entries as the line is deep, not one per value (millions, for `[{},{},…]`).
+    """
+    # (entries of a container as (key or index, child), its path, whether keys are keys)
+    stack: list[tuple[Iterator[tuple[Any, Any]], str, bool]] = []
+    if _is_container(value):
+        stack.append(_entries(value, path))
+    elif isinstance(value, str) and (problem := _string_problem(value)):
+        return path, problem
     while stack:
-        node, where = stack.pop()
-        if isinstance(node, dict):
-            for key, child in node.items():
-                problem = _string_problem(key)
-                if problem:
-                    return f"{where}/{_escape(key)}", f"the key {problem}"
-                stack.append((child, f"{where}/{_escape(key)}"))
-        elif isinstance(node, list):
-            stack.extend((child, f"{where}/{i}") for i, child in enumerate(node))
-        elif isinstance(node, str):
-            problem = _string_problem(node)
-            if problem:
-                return where, problem
+        entries, where, keyed = stack[-1]
+        entry = next(entries, None)
+        if entry is None:
+            stack.pop()
+            continue
+        key, child = entry
+        here = f"{where}/{_escape(str(key))}"
+        if keyed and (problem := _string_problem(key)):
+            return here, f"the key {problem}"
+        if isinstance(child, str) and (problem := _string_problem(child)):
+            return here, problem
+        if _is_container(child):
+            stack.append(_entries(child, here))
     return None
+
+
+def _entries(node: dict | list, path: str) -> tuple[Iterator[tuple[Any, Any]], str, bool]:
+    if isinstance(node, dict):
+        return iter(node.items()), path, True
+    return enumerate(node), path, False
 
 
 def _string_problem(text: str) -> str | None:
@@ -196,20 +270,33 @@ def _string_problem(text: str) -> str | None:
 
 
 def _depth(value: Any) -> int:
-    """Nesting depth, iteratively (a recursive walk is what deep input attacks)."""
-    deepest = 0
-    stack: list[tuple[Any, int]] = [(value, 1)]
+    """Nesting depth, iteratively (a recursive walk is what deep input attacks).
+
+    One iterator per open container: the walk holds as many entries as the value is
+    deep, where a stack of all the children held 170 MB for an 8 MiB `[{},{},…]`.
+    """
+    if not _is_container(value):
+        return 0
+    deepest = 1
+    stack = [_children(value)]
     while stack:
-        node, depth = stack.pop()
-        if depth > deepest:
-            deepest = depth
-            if deepest > MAX_DEPTH:
-                return deepest
-        if isinstance(node, dict):
-            stack.extend((child, depth + 1) for child in node.values() if _is_container(child))
-        elif isinstance(node, list):
-            stack.extend((child, depth + 1) for child in node if _is_container(child))
+        child = next(stack[-1], _END)
+        if child is _END:
+            stack.pop()
+        elif _is_container(child):
+            stack.append(_children(child))
+            if len(stack) > deepest:
+                deepest = len(stack)
+                if deepest > MAX_DEPTH:
+                    return deepest
     return deepest
+
+
+_END = object()
+
+
+def _children(node: dict | list) -> Iterator[Any]:
+    return iter(node.values() if isinstance(node, dict) else node)
 
 
 def _is_container(value: Any) -> bool:

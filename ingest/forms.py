@@ -16,6 +16,16 @@ class BundleUploadForm(forms.Form):
         label="Record changed case expectations as new versions", required=False
     )
 
+    def __init__(self, *args, refused: str = "", **kwargs):
+        super().__init__(*args, **kwargs)
+        self.refused = refused  # why the upload handler stopped receiving the file
+
+    def clean(self):
+        if self.refused:
+            self._errors.pop("bundle", None)  # not "required": the file was cut off
+            self.add_error("bundle", self.refused)
+        return super().clean()
+
     def clean_bundle(self):
         bundle = self.cleaned_data["bundle"]
         limit = settings.BUNDLE_UPLOAD_MAX_BYTES

@@ -10,6 +10,7 @@ and gap ids) for the lines after it; `ingest.writer` stores it.
 
 from __future__ import annotations
 
+import json
 import math
 from dataclasses import dataclass
 
@@ -18,7 +19,7 @@ from cards.rules import association_problem
 from evidence.canonical import text_sha256
 from evidence.expectations import expectation_document, expectation_sha256
 from evidence.models import Project
-from ingest.bundle import MAX_PROBLEMS, SCHEMA_NAME, Problem
+from ingest.bundle import DEFAULT_LIMITS, MAX_PROBLEMS, SCHEMA_NAME, Limits, Problem
 from ingest.schema import storable_time_problem
 
 
@@ -83,8 +84,9 @@ class ResponseSeen:
 class Rules:
     """The rules, and what they remember of the lines read so far."""
 
-    def __init__(self, *, problems: Problems) -> None:
+    def __init__(self, *, problems: Problems, limits: Limits = DEFAULT_LIMITS) -> None:
         self.problem = problems.add
+        self.limits = limits
         self.passages: dict[str, PassageSeen] = {}
         self.cases: dict[str, CaseSeen] = {}
         self.responded: dict[str, int] = {}  # case_id → line of its response
@@ -113,6 +115,7 @@ class Rules:
             self.problem(number, "/baseline_run_id", "a run cannot be its own baseline")
         if problem := storable_time_problem(line["created_at"]):
             self.problem(number, "/created_at", problem)
+        self.check_verbatim(number, "/system", line["system"])
         return True
 
     def declared(self, number: int, path: str, ref: str) -> PassageSeen | None:
@@ -126,6 +129,14 @@ class Rules:
         joined = f"{line['doc_id']}@{line['version']}#{line['chunk_id']}"
         if ref != joined:
             self.problem(number, "/ref", f"must equal doc_id@version#chunk_id ({joined})")
+            return None
+        if len(line["text"]) > self.limits.passage_chars:
+            self.problem(
+                number,
+                "/text",
+                f"is {len(line['text']):,} characters; a passage may hold at most "
+                f"{self.limits.passage_chars:,} (BUNDLE_MAX_PASSAGE_CHARS)",
+            )
             return None
         digest = text_sha256(line["text"])
         if "sha256" in line and line["sha256"] != digest:
@@ -204,9 +215,13 @@ class Rules:
         text: str = line["text"]
         if not text and not line.get("abstained", False):
             self.problem(number, "/text", "is empty, which only an abstained response may be")
+        if "trace" in line:
+            self.check_verbatim(number, "/trace", line["trace"])
         _integral(line)
         seen_refs: dict[str, int] = {}
         for i, item in enumerate(line["retrieved"]):
+            if "filters" in item:
+                self.check_verbatim(number, f"/retrieved/{i}/filters", item["filters"])
             if "score" in item and not _fits_float(item["score"]):
                 self.problem(number, f"/retrieved/{i}/score", "is too large for a number")
             if item["rank"] != i + 1:
@@ -235,6 +250,19 @@ class Rules:
             claim_ids.add(claim["claim_id"])
             self.check_claim(number, path, claim, text, case)
         return ResponseSeen(number, len(self.responded), line, case)
+
+    def check_verbatim(self, number: int, path: str, value: dict) -> None:
+        """An object stored verbatim (a trace, the run's system, filters) within its limit."""
+        # Measured as it would be stored (ingest.bulk.to_json): the raw line can be larger
+        # (spaces, escapes) or smaller (`1e9` is stored as 1000000000.0).
+        size = len(json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode())
+        if size > self.limits.verbatim_bytes:
+            self.problem(
+                number,
+                path,
+                f"is {size:,} bytes as stored; an object kept verbatim may hold at most "
+                f"{self.limits.verbatim_bytes:,} (BUNDLE_MAX_VERBATIM_BYTES)",
+            )
 
     def check_marker(self, number: int, i: int, citation: dict, text: str) -> None:
         start, end = citation.get("start"), citation.get("end")

@@ -19,7 +19,12 @@ from ingest.services import BundleInvalid, bundle_import
 def bundle_upload(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     membership = membership_for(user=request.user, slug=slug, role=Role.LEAD, action="import runs")
     project = membership.project
-    form = BundleUploadForm(request.POST or None, request.FILES or None)
+    posted = request.method == "POST"  # bound even when the upload was cut off
+    form = BundleUploadForm(
+        request.POST if posted else None,
+        request.FILES if posted else None,
+        refused=getattr(request, "upload_refused", ""),
+    )
     problems: list[str] = []
     summary = None
     status = 200

@@ -89,6 +89,7 @@ class BatchWriter:
         self.pending_passages: list[PassageSeen] = []
         self.pending_cases: list[CaseSeen] = []
         self.pending_responses: list[ResponseSeen] = []
+        self.pending_bytes = 0  # of the pending lines, as read: the import flushes by it too
 
     @property
     def writing(self) -> bool:
@@ -106,6 +107,7 @@ class BatchWriter:
         for case in self.pending_cases:
             case.document = None
         self.pending_passages, self.pending_cases, self.pending_responses = [], [], []
+        self.pending_bytes = 0
         # What is kept now lives until the end of the import: take it out of the cyclic
         # collector's sight, or every full collection walks it again (13 s of 240 s at
         # 100,000 cases, growing faster than N).

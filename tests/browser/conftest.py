@@ -96,10 +96,15 @@ def _serve(request, tmp_path_factory, *, debug: bool) -> Iterator[LiveServer]:
         # As production runs it: a real secret (manage.py would otherwise assume a
         # development machine and turn DEBUG on) and named hosts. Static files come
         # from the finders, as in development: the manifest needs a collectstatic.
+        # Plain http on 127.0.0.1: no redirect to https, no HSTS, cookies a browser
+        # sends over http (production turns all three on, config/settings.py).
         env |= {
             "SECRET_KEY": secrets.token_urlsafe(50),
             "ALLOWED_HOSTS": "127.0.0.1,localhost",
             "STATIC_MANIFEST": "0",
+            "SECURE_SSL_REDIRECT": "0",
+            "SECURE_HSTS_SECONDS": "0",
+            "SECURE_COOKIES": "0",
         }
     env.pop("PYTEST_VERSION", None)
     dropped = None

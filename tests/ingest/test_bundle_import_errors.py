@@ -238,22 +238,22 @@ def test_it_refuses_a_line_that_is_not_an_object(project, raw, word):
     assert error.lines() == [f"line 5: a line must be a JSON object, not {word}"]
 
 
-def test_it_refuses_an_oversized_line_and_reads_on(project, monkeypatch):
+def test_it_refuses_an_oversized_line_and_reads_on(project, settings):
     lines = good()
     head = bundle_bytes(*lines[:4])
     longest_head_line = max(len(line) for line in head.split(b"\n"))
-    monkeypatch.setattr(bundle, "MAX_LINE_BYTES", longest_head_line)
+    settings.BUNDLE_MAX_LINE_BYTES = longest_head_line
     data = head + bundle_bytes(lines[4], "{oops")
     error = refused(data)
     assert error.lines() == [
-        f"line 5: line is longer than {longest_head_line:,} bytes",
+        f"line 5: line is longer than {longest_head_line:,} bytes (BUNDLE_MAX_LINE_BYTES)",
         "line 6: not valid JSON: Expecting property name enclosed in double quotes (column 2)",
     ]
 
 
-def test_a_line_exactly_at_the_size_limit_is_read(project, monkeypatch):
+def test_a_line_exactly_at_the_size_limit_is_read(project, settings):
     data = bundle_bytes(*good())
-    monkeypatch.setattr(bundle, "MAX_LINE_BYTES", max(len(line) for line in data.split(b"\n")))
+    settings.BUNDLE_MAX_LINE_BYTES = max(len(line) for line in data.split(b"\n"))
     assert import_bytes(data).responses == 1
 
 
