@@ -11,6 +11,8 @@ page shows them once, in the form or card the post came from.
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from django.contrib import messages
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpResponse, QueryDict
@@ -27,6 +29,7 @@ from cards.selectors import (
     ReviewPage,
     SuggestedClaim,
     claim_for,
+    review_card,
     review_page,
     suggestions_for,
 )
@@ -40,15 +43,22 @@ from cards.services import (
 )
 from evidence.access import membership_for
 from evidence.http import HtmxHttpRequest
+from evidence.models import Membership
+from replay.models import Run
 from replay.selectors import run_for_project
 
 # The session key of a refused plain post: its message and what was typed, shown once.
 KEPT = "review-kept"
 
 
-def _page(request: HtmxHttpRequest, slug: str, run_id: str, case_id: str) -> ReviewPage:
+def _run(request: HtmxHttpRequest, slug: str, run_id: str) -> tuple[Membership, Run]:
+    """The viewer's membership and the run, or 404 (an outsider, another project's run)."""
     membership = membership_for(user=request.user, slug=slug)
-    run = run_for_project(project=membership.project, run_id=run_id)
+    return membership, run_for_project(project=membership.project, run_id=run_id)
+
+
+def _page(request: HtmxHttpRequest, slug: str, run_id: str, case_id: str) -> ReviewPage:
+    membership, run = _run(request, slug, run_id)
     return review_page(run=run, case_id=case_id, membership=membership)
 
 
@@ -142,29 +152,61 @@ def _verdict_form(card: Card, data=None, *, adjudicate: bool = False) -> Verdict
     return form
 
 
-def _typed_form(page: ReviewPage, card: Card, data: QueryDict) -> VerdictForm:
+def _typed_form(membership: Membership, card: Card, data: QueryDict) -> VerdictForm:
     """A refused verdict form, what was typed kept, against the fresh card.
 
     An adjudication posted by someone who may not adjudicate comes back as their own
     verdict form, so that the next save is one they may make.
     """
     adjudicate = data.get("adjudicate") == "True"
-    if adjudicate and not page.membership.can_lead:
+    if adjudicate and not membership.can_lead:
         data = data.copy()
         data["adjudicate"], adjudicate = "", False
     return _verdict_form(card, data, adjudicate=adjudicate)
 
 
+def _card_forms(card: Card, membership: Membership, submitted: VerdictForm | None) -> None:
+    """Show the card whole, with its forms: a refused one as it was typed.
+
+    A lead adjudicates only where the annotators disagree; a refused adjudication comes
+    back wherever it was posted, so what was typed is never lost.
+    """
+    card.full = True
+    adjudicating = submitted is not None and submitted["adjudicate"].value() in {True, "True"}
+    card.form = _verdict_form(card) if submitted is None or adjudicating else submitted
+    card.adjudicate_form = None
+    if membership.can_lead and (card.disagree or adjudicating):
+        card.adjudicate_form = submitted if adjudicating else _verdict_form(card, adjudicate=True)
+
+
+def _card_context(card: Card, membership: Membership, **extra) -> dict:
+    """What the card partial needs, for one card built by its own selector (no page)."""
+    response = card.claim.response
+    return {
+        "project": response.run.project,
+        "run": response.run,
+        "membership": membership,
+        "response": response,
+        "card": card,
+        "support_keys": SUPPORT_KEYS,
+        "precheck_help": PRECHECK_HELP,
+        **extra,
+    }
+
+
 def _context(page: ReviewPage, *, kept: dict | None = None, **extra) -> dict:
-    """The page's context; `only` builds the forms of one card, `kept` shows a refused post."""
+    """The page's context. Cards are compact but `only`, the one card shown whole (its forms
+    built), or the card a refused or saved plain post came from; `kept` shows that post."""
     expectation = page.response.expectation
     forms = extra.pop("forms", {})
     only = extra.pop("only", None)
     add_form = extra.pop("add_form", None)
     if kept is not None:
         data, key, action = kept["data"], kept.get("key", ""), kept["action"]
+        if key and only is None:
+            only = key
         if action == "verdict":
-            forms[key] = _typed_form(page, page.card(key), data)
+            forms[key] = _typed_form(page.membership, page.card(key), data)
             _add_errors(forms[key], kept.get("errors", {}))
         if action in {"verdict", "revise", "attach"}:
             extra.setdefault("card_message", kept.get("message"))
@@ -185,16 +227,8 @@ def _context(page: ReviewPage, *, kept: dict | None = None, **extra) -> dict:
                 "merge_picks": data.getlist("pick"),
                 "merge_error": kept.get("message"),
             }
-    for card in page.cards:
-        if only is not None and card.claim.key != only:
-            continue  # a partial shows one card: build no forms for the others
-        submitted = forms.get(card.claim.key)
-        adjudicating = submitted is not None and submitted["adjudicate"].value() in {True, "True"}
-        card.form = _verdict_form(card) if submitted is None or adjudicating else submitted
-        card.adjudicate_form = None
-        if page.membership.can_lead:
-            fresh = _verdict_form(card, adjudicate=True)
-            card.adjudicate_form = submitted if adjudicating else fresh
+    if only:
+        _card_forms(page.card(only), page.membership, forms.get(only))
     if extra.get("revise_key"):
         extra["rv"] = _revise_values(page.card(extra["revise_key"]), extra.get("revise_data"))
     return {
@@ -241,7 +275,25 @@ def case_detail(request: HtmxHttpRequest, slug: str, run_id: str, case_id: str) 
         template = "cards/review.html#revise" if request.htmx else "cards/review.html"
         return render(request, template, context)
     kept = _take_kept(request, page)
-    return render(request, "cards/review.html", _context(page, kept=kept))
+    # ?card=KEY: that card whole, as a compact card's link shows it without JavaScript.
+    shown = request.GET.get("card")
+    if shown:
+        page.card(shown)  # 404 for a claim not of this case
+    return render(request, "cards/review.html", _context(page, kept=kept, only=shown or None))
+
+
+@require_GET
+def card_detail(
+    request: HtmxHttpRequest, slug: str, run_id: str, case_id: str, key: str
+) -> HttpResponse:
+    """One card whole, from its own rows: what a compact card loads on focus or click."""
+    membership, run = _run(request, slug, run_id)
+    card = review_card(run=run, case_id=case_id, key=key, membership=membership)
+    if not request.htmx:
+        url = reverse("case_detail", args=[slug, run_id, case_id])
+        return redirect(f"{url}?{urlencode({'card': key})}#card-{key}")
+    _card_forms(card, membership, None)
+    return render(request, "cards/review.html#card", _card_context(card, membership))
 
 
 @require_GET
@@ -423,8 +475,7 @@ def _card_answer(
 def verdict_add(
     request: HtmxHttpRequest, slug: str, run_id: str, case_id: str, key: str
 ) -> HttpResponse:
-    membership = membership_for(user=request.user, slug=slug)
-    run = run_for_project(project=membership.project, run_id=run_id)
+    membership, run = _run(request, slug, run_id)
     claim, revision = claim_for(run=run, case_id=case_id, key=key)  # not the whole page yet
     form = VerdictForm(request.POST, refs=revision.citations)
     status, message, errors, saved = 200, "", {}, None
@@ -463,21 +514,25 @@ def verdict_add(
             _keep(request, claim.response_id, action="verdict", key=key, errors=errors,
                   message=message)  # fmt: skip
         return redirect(reverse("case_detail", args=[slug, run_id, case_id]) + f"#card-{key}")
-    page = review_page(run=run, case_id=case_id, membership=membership)
-    card = page.card(key)
-    forms = {}
+    # Only the saved card, from its own rows: the page around it is as it was.
+    card = review_card(run=run, case_id=case_id, key=key, membership=membership)
+    submitted = None
     if status != 200:
         # The fresh card, with what the person typed kept, so nothing is lost.
-        forms[key] = _typed_form(page, card, request.POST)
-        _add_errors(forms[key], errors)
-    context = _context(
-        page, forms=forms, card=card, card_message=message, card_message_key=key, only=key,
-        notice=notice, notice_key=key,
+        submitted = _typed_form(membership, card, request.POST)
+        _add_errors(submitted, errors)
+    _card_forms(card, membership, submitted)
+    context = _card_context(
+        card, membership, card_message=message, card_message_key=key, notice=notice,
+        notice_key=key,
     )  # fmt: skip
-    response = render(request, "cards/review.html#card-swap", context, status=status)
+    response = render(request, "cards/review.html#card", context, status=status)
     if saved is not None:
-        # After the swap settles, so the script moves the focus among the new cards.
-        trigger_client_event(response, "verdict-saved", {"key": key, "seq": saved.seq},
+        # After the swap settles, so the script moves the focus among the new cards, and
+        # colours the answer's pieces this claim covers (the answer is not sent again).
+        support = card.current.support if card.current else ""
+        trigger_client_event(response, "verdict-saved",
+                             {"key": key, "seq": saved.seq, "support": support},
                              after="settle")  # fmt: skip
     return response
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -246,3 +247,12 @@ def log_in(page, username: str) -> None:
     page.get_by_label("Password").fill(DEMO_PASSWORD)
     page.get_by_role("button", name="Log in").click()
     page.wait_for_url("**/")
+
+
+def open_card(card) -> None:
+    """Click a compact card open (it loads itself whole) and wait for its verdict form."""
+    from playwright.sync_api import expect
+
+    if card.evaluate("el => el.hasAttribute('data-compact')"):
+        card.locator(".claim-text").click()
+    expect(card).not_to_have_class(re.compile(r"\bcompact\b"))
