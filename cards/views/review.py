@@ -62,11 +62,16 @@ def _page(request: HtmxHttpRequest, slug: str, run_id: str, case_id: str) -> Rev
     return review_page(run=run, case_id=case_id, membership=membership)
 
 
-def _case_url(page: ReviewPage, anchor: str = "", *, name: str = "case_detail") -> str:
+def _case_url(
+    page: ReviewPage, anchor: str = "", *, name: str = "case_detail", card: str = ""
+) -> str:
+    """The case page (or its suggestions page), `card` shown whole, at `anchor`."""
     response = page.response
     url = reverse(
         name, args=[response.run.project.slug, response.run.run_id, response.case.case_id]
     )
+    if card:
+        url = f"{url}?{urlencode({'card': card})}"
     return f"{url}#{anchor}" if anchor else url
 
 
@@ -291,7 +296,7 @@ def card_detail(
     card = review_card(run=run, case_id=case_id, key=key, membership=membership)
     if not request.htmx:
         url = reverse("case_detail", args=[slug, run_id, case_id])
-        return redirect(f"{url}?{urlencode({'card': key})}#card-{key}")
+        return redirect(f"{url}?{urlencode({'card': key})}#card-{key}")  # the page, it whole
     _card_forms(card, membership, None)
     return render(request, "cards/review.html#card", _card_context(card, membership))
 
@@ -302,7 +307,8 @@ def claim_suggestions(
 ) -> HttpResponse:
     page = _page(request, slug, run_id, case_id)
     kept = None if request.htmx else _take_kept(request, page)
-    only = "" if request.htmx else None  # the partial shows no card: build no verdict form
+    # The partial shows no card; the page may show one whole (?card=KEY, a claim just added).
+    only = "" if request.htmx else request.GET.get("card") or None
     context = _context(page, kept=kept, only=only, suggestions=_suggestion_rows(page, kept))
     template = "cards/review.html#suggestions" if request.htmx else "cards/review.html"
     return render(request, template, context)
@@ -365,8 +371,10 @@ def claim_add(request: HtmxHttpRequest, slug: str, run_id: str, case_id: str) ->
     if not request.htmx:
         messages.success(request, f"Claim {claim.key} added.")
         if origin == "add":
-            return redirect(_case_url(page, f"card-{claim.key}"))
-        return redirect(_case_url(page, f"card-{claim.key}", name="claim_suggestions"))
+            return redirect(_case_url(page, f"card-{claim.key}", card=claim.key))
+        return redirect(
+            _case_url(page, f"card-{claim.key}", name="claim_suggestions", card=claim.key)
+        )
     page = _page(request, slug, run_id, case_id)
     card = page.card(claim.key)
     # The suggestions are open: mark the ones the claim took (the others, and what is

@@ -269,7 +269,9 @@ def test_a_suggestion_is_accepted_as_its_form_sends_it(
     revision = ClaimRevision.objects.get(claim__key="c1")
     assert (revision.text, revision.spans, revision.kind) == (text, spans, "factual")
     if not htmx:  # back to the suggestions, at the new card
-        assert response["Location"] == case_url("claim_suggestions") + "#card-c1"
+        assert (
+            response["Location"] == case_url("claim_suggestions") + "?card=c1#card-c1"
+        )  # it whole
 
 
 def test_an_accepted_suggestion_keeps_the_suggestions_open_and_marks_it_taken(
@@ -389,7 +391,7 @@ def test_adding_a_claim_by_form_post_redirects_to_its_card(alice, replay_respons
         {"text": "Excluded.", "spans": "94-123", "kind": "factual", "facts": ["G2"]},
     )
     assert response.status_code == 302
-    assert response["Location"] == f"{CASE}#card-c1"
+    assert response["Location"] == f"{CASE}?card=c1#card-c1"  # the new card whole
     assert flashes(response) == ["Claim c1 added."]
     assert Claim.objects.get(key="c1").revisions.get().facts == ["G2"]
 
