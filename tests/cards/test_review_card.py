@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
+from django.core.cache import cache
 
 from cards.services import claim_revise
 from tests.cards.conftest import case_url, judge, page_for
@@ -101,3 +104,26 @@ def test_a_reviewer_never_sees_the_adjudicate_form(client, claim, reviewer, seco
     client.force_login(reviewer)
     content = whole_card(client, claim.key)
     assert "disagreement" in content and "Adjudicate (lead)" not in content
+
+
+def test_a_cached_compact_card_shows_a_new_verdict_at_once(
+    client, claim, reviewer, second_reviewer
+):
+    client.force_login(reviewer)
+    url = case_url("q017-r3", "Q-017")
+    assert "bob:" not in client.get(url).content.decode()  # the card is cached now
+    judge(claim, second_reviewer, "partial", "Bob.")
+    # A new revision is a new key: the card is rendered again, never served stale.
+    assert (
+        'bob: <strong class="support-partial">Partial</strong>' in client.get(url).content.decode()
+    )
+
+
+def test_the_cached_page_is_the_page_rendered_afresh(client, claim, reviewer):
+    client.force_login(reviewer)
+    url = case_url("q017-r3", "Q-017")
+    cache.clear()
+    fresh = client.get(url).content.decode()
+    cached = client.get(url).content.decode()
+    masked = [re.sub(r"\b[A-Za-z0-9]{64}\b", "TOKEN", html) for html in (fresh, cached)]
+    assert masked[0] == masked[1]  # but for the CSRF tokens
