@@ -137,11 +137,7 @@ def review_page(*, run: Run, case_id: str, membership: Membership) -> ReviewPage
     retrieved = list(response.retrieved.select_related("passage").order_by("rank"))
     citations = list(response.citations.select_related("passage").order_by("position"))
     claims = list(
-        Claim.objects.filter(response=response)
-        .order_by("position")
-        .prefetch_related(
-            *CHAINS,
-        )
+        Claim.objects.filter(response=response).order_by("position").prefetch_related(*CHAINS)
     )
     passages: dict[str, Passage] = {row.passage.ref: row.passage for row in retrieved}
     retrieved_refs = set(passages)
@@ -298,9 +294,7 @@ def review_card(*, run: Run, case_id: str, key: str, membership: Membership) -> 
     claim = (
         Claim.objects.select_related("response__case", "response__expectation")
         .filter(response__run=run, response__case__case_id=case_id, key=key)
-        .prefetch_related(
-            *CHAINS,
-        )
+        .prefetch_related(*CHAINS)
         .first()
     )
     if claim is None:

@@ -210,6 +210,7 @@ def test_a_stale_form_says_so_in_place_and_saves_once_sent_again(both):
     other_form.get_by_label("Reason").fill("From the other window.")
     other_form.get_by_role("button", name="Save").click()
     expect(card(other, "C-017-3")).to_contain_text("by bob")
+    page.bring_to_front()  # a tab in the background is throttled: every step would wait
 
     form = verdict_form(page, "C-017-3")
     form.get_by_role("radio", name="Unsupported", exact=True).check()
