@@ -12,7 +12,13 @@ from django.http import Http404
 from cards.annotators import Roster
 from cards.blind import Sighted, hidden_from, sightings
 from cards.models import Assignment, Claim, ClaimRevision, Origin, VerdictRevision
-from cards.prechecks import ClaimFacts, PassageFacts, ResponseFacts, prechecks
+from cards.prechecks import (
+    ClaimFacts,
+    PassageFacts,
+    ResponseFacts,
+    claim_prechecks,
+    prechecks,
+)
 from cards.progress import latest_review_complete
 from cards.rules import masked, refs_for_spans, sentences
 from cards.verdicts import Source, is_informed, newest_labels
@@ -39,6 +45,9 @@ class HistoryEntry:
     kind: str  # "claim" or "verdict"
     row: ClaimRevision | VerdictRevision
     informed: bool = False  # a verdict saved once its author could see others' (blind review)
+    # A newer revision of the same line replaced it: the claim's, or the same annotator's
+    # verdicts (a lead's adjudications and own verdicts are two lines).
+    superseded: bool = False
 
 
 @dataclass
@@ -57,10 +66,23 @@ class Card:
     # Refs of the markers the claim's spans take (cards.rules.refs_for_spans), offered for
     # one-click attaching while the claim cites nothing.
     offered_refs: list[str] = field(default_factory=list)
+    # Each other annotator's newest verdict the viewer may see (none while blind), newest
+    # first: the header shows them beside the viewer's own.
+    others: list[VerdictRevision] = field(default_factory=list)
+    disagree: bool = False  # the annotators' labels differ in support: a lead adjudicates
+    blind: bool = False  # others' verdicts on this case are hidden from the viewer
+    informed: set[int] = field(default_factory=set)  # verdicts saved after seeing others'
+    full: bool = False  # shown whole (forms, passages, history), not as a compact stub
 
     @property
     def withdrawn(self) -> bool:
         return self.revision.withdrawn
+
+    @property
+    def reason_line(self) -> str:
+        """The first line of the current verdict's reason: what a compact card shows."""
+        reason = self.current.reason.strip() if self.current else ""
+        return reason.splitlines()[0] if reason else ""
 
 
 @dataclass
@@ -95,6 +117,14 @@ class ReviewPage:
         raise Http404("No such claim.")
 
 
+# A card's chain, newest first, as plain lists: a prefetched `claim.verdicts.all()` still
+# builds a manager and a queryset on every call, a cost the page paid per claim and per use.
+CHAINS = (
+    Prefetch("revisions", ClaimRevision.objects.order_by("-seq"), to_attr="revision_rows"),
+    Prefetch("verdicts", VerdictRevision.objects.order_by("-seq"), to_attr="verdict_rows"),
+)
+
+
 def review_page(*, run: Run, case_id: str, membership: Membership) -> ReviewPage:
     """Everything the case review page shows, in a fixed number of queries."""
     response = (
@@ -108,12 +138,7 @@ def review_page(*, run: Run, case_id: str, membership: Membership) -> ReviewPage
     retrieved = list(response.retrieved.select_related("passage").order_by("rank"))
     citations = list(response.citations.select_related("passage").order_by("position"))
     claims = list(
-        Claim.objects.filter(response=response)
-        .order_by("position")
-        .prefetch_related(
-            Prefetch("revisions", queryset=ClaimRevision.objects.order_by("-seq")),
-            Prefetch("verdicts", queryset=VerdictRevision.objects.order_by("-seq")),
-        )
+        Claim.objects.filter(response=response).order_by("position").prefetch_related(*CHAINS)
     )
     passages: dict[str, Passage] = {row.passage.ref: row.passage for row in retrieved}
     retrieved_refs = set(passages)
@@ -122,7 +147,7 @@ def review_page(*, run: Run, case_id: str, membership: Membership) -> ReviewPage
     cited_refs = {c.passage.ref for c in citations}
     # A claim may cite a passage its response neither retrieved nor marked (bundle.md): its
     # card shows it and its pre-checks read it. One more query, only when there is one.
-    claim_refs = {ref: None for claim in claims for ref in claim.revisions.all()[0].citations}
+    claim_refs = {ref: None for claim in claims for ref in claim.revision_rows[0].citations}
     if set(claim_refs) - set(passages):
         for passage in Passage.objects.filter(
             snapshot_id=run.snapshot_id, ref__in=set(claim_refs) - set(passages)
@@ -130,49 +155,24 @@ def review_page(*, run: Run, case_id: str, membership: Membership) -> ReviewPage
             passages[passage.ref] = passage
     drifted = _drifted_refs(run=run, refs=set(passages))
 
-    viewer = membership.user
     clock = sightings(
         run=run,
         response_ids=[response.pk],
         verdicts=[
             (response.pk, v.annotator, v.origin, v.created_at)
             for claim in claims
-            for v in claim.verdicts.all()
+            for v in claim.verdict_rows
         ],
     )
     # Blind review: until the case opens to them, a reviewer's page is built from their own
     # verdicts only, so nothing of the others' (label, reason, count, colour) can reach it.
     blind = hidden_from(membership, sightings=clock, response_id=response.pk)
     sighted: Sighted = {} if blind else clock.of(response.pk)
-    cards = []
-    informed: set[int] = set()
-    for claim in claims:
-        revisions = list(claim.revisions.all())
-        all_verdicts = list(claim.verdicts.all())
-        own = [v for v in all_verdicts if v.author_id == viewer.pk]
-        mine = next((v for v in own if v.origin == Origin.REVIEW), None)
-        mine_adjudication = next((v for v in own if v.origin == Origin.ADJUDICATION), None)
-        visible = own if blind else all_verdicts
-        informed.update(v.pk for v in visible if is_informed(v, sighted))
-        history = [HistoryEntry(r.seq, "claim", r) for r in revisions] + [
-            HistoryEntry(v.seq, "verdict", v, v.pk in informed) for v in visible
-        ]
-        history.sort(key=lambda entry: entry.seq, reverse=True)
-        current_revision = revisions[0]
-        cards.append(
-            Card(
-                claim=claim,
-                revision=current_revision,
-                verdicts=visible,
-                current=current_verdict(visible),
-                mine=mine,
-                mine_adjudication=mine_adjudication,
-                history=history,
-                head_seq=max([r.seq for r in revisions] + [v.seq for v in visible]),
-                attached=[passages[r] for r in current_revision.citations if r in passages],
-                hints=[],
-            )
-        )
+    cards = [
+        _card(claim, viewer_id=membership.user.pk, blind=blind, sighted=sighted, passages=passages)
+        for claim in claims
+    ]
+    informed: set[int] = {pk for card in cards for pk in card.informed}
     facts = ResponseFacts(
         answer=response.text,
         marker_spans=[(c.start, c.end) for c in citations if c.start is not None],
@@ -230,6 +230,114 @@ def review_page(*, run: Run, case_id: str, membership: Membership) -> ReviewPage
         lead_unblinded=clock.lead_unblinded(response.pk),
         informed=informed,
     )
+
+
+def _card(
+    claim: Claim,
+    *,
+    viewer_id: int,
+    blind: bool,
+    sighted: Sighted,
+    passages: dict[str, Passage],
+) -> Card:
+    """One card from its claim's revisions and verdicts (prefetched, newest first).
+
+    While blind, only the viewer's own verdicts reach it: others' labels, their count and
+    whether anyone disagrees stay unknown.
+    """
+    revisions = claim.revision_rows
+    all_verdicts = claim.verdict_rows
+    own = [v for v in all_verdicts if v.author_id == viewer_id]
+    mine = next((v for v in own if v.origin == Origin.REVIEW), None)
+    mine_adjudication = next((v for v in own if v.origin == Origin.ADJUDICATION), None)
+    visible = own if blind else all_verdicts
+    informed = {v.pk for v in visible if is_informed(v, sighted)}
+    newest: dict[tuple[str, str], VerdictRevision] = {}  # each line's newest: the others' stay
+    for verdict in visible:
+        newest.setdefault((verdict.annotator, verdict.origin), verdict)
+    history = [
+        HistoryEntry(r.seq, "claim", r, superseded=r is not revisions[0]) for r in revisions
+    ] + [
+        HistoryEntry(
+            v.seq, "verdict", v, v.pk in informed,
+            superseded=newest[(v.annotator, v.origin)] is not v,
+        )
+        for v in visible
+    ]  # fmt: skip
+    history.sort(key=lambda entry: entry.seq, reverse=True)
+    labels = {} if blind else newest_labels(all_verdicts, sighted=sighted)
+    current_revision = revisions[0]
+    return Card(
+        claim=claim,
+        revision=current_revision,
+        verdicts=visible,
+        current=current_verdict(visible),
+        mine=mine,
+        mine_adjudication=mine_adjudication,
+        history=history,
+        head_seq=max([r.seq for r in revisions] + [v.seq for v in visible]),
+        attached=[passages[r] for r in current_revision.citations if r in passages],
+        hints=[],
+        others=[v for v in newest.values() if v.author_id != viewer_id],
+        disagree=len({v.support for v in labels.values()}) > 1,
+        blind=blind,
+        informed=informed,
+    )
+
+
+def review_card(*, run: Run, case_id: str, key: str, membership: Membership) -> Card:
+    """One card of a case, whole, from its own rows in a fixed number of queries.
+
+    What a compact card loads and what a verdict save answers with: never the whole
+    page. Its hints and re-review flag are the page's (cards.prechecks reads only the
+    claim's passages and the response's retrieved refs); blind review hides the same.
+    """
+    claim = (
+        Claim.objects.select_related("response__case", "response__expectation")
+        .filter(response__run=run, response__case__case_id=case_id, key=key)
+        .prefetch_related(*CHAINS)
+        .first()
+    )
+    if claim is None:
+        raise Http404("No such claim.")
+    response = claim.response
+    response.run = run  # already loaded, with its project and snapshot
+    refs = claim.revision_rows[0].citations
+    passages = (
+        {p.ref: p for p in Passage.objects.filter(snapshot_id=run.snapshot_id, ref__in=refs)}
+        if refs
+        else {}
+    )
+    clock = sightings(run=run, response_ids=[response.pk])  # verdicts per annotator: one query
+    blind = hidden_from(membership, sightings=clock, response_id=response.pk)
+    card = _card(
+        claim,
+        viewer_id=membership.user.pk,
+        blind=blind,
+        sighted={} if blind else clock.of(response.pk),
+        passages=passages,
+    )
+    card.full = True
+    revision = card.revision
+    if not card.withdrawn:
+        retrieved = set(response.retrieved.values_list("passage__ref", flat=True))
+        facts = ResponseFacts(
+            answer=response.text, marker_spans=[], cited_refs=[], retrieved=[],
+            passages={ref: _facts(p) for ref, p in passages.items()}, relevant_refs=[],
+        )  # fmt: skip
+        claim_facts = ClaimFacts(claim.key, revision.kind, revision.text, revision.citations)
+        card.hints = claim_prechecks(claim_facts, facts, retrieved)
+    drifted = _drifted_refs(run=run, refs=set(refs))
+    card.rereview = [(ref, drifted[ref]) for ref in refs if drifted.get(ref)]
+    if not card.withdrawn and not refs and revision.spans:
+        markers = [
+            (start, end, ref)
+            for start, end, ref in response.citations.exclude(start=None).values_list(
+                "start", "end", "passage__ref"
+            )
+        ]
+        card.offered_refs = refs_for_spans(response.text, markers, revision.spans)
+    return card
 
 
 def _facts(passage: Passage) -> PassageFacts:

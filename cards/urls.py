@@ -13,6 +13,7 @@ urlpatterns = [
     path(case, review.case_detail, name="case_detail"),
     path(f"{case}claims/", review.claim_add, name="claim_add"),
     path(f"{case}claims/suggest/", review.claim_suggestions, name="claim_suggestions"),
+    path(f"{case}claims/<str:key>/card/", review.card_detail, name="card_detail"),
     path(f"{case}claims/<str:key>/revise/", review.claim_change, name="claim_change"),
     path(f"{case}claims/<str:key>/verdict/", review.verdict_add, name="verdict_add"),
     path(f"{case}claims/<str:key>/attach/", review.claim_attach, name="claim_attach"),

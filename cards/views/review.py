@@ -11,11 +11,18 @@ page shows them once, in the form or card the post came from.
 
 from __future__ import annotations
 
+import functools
+import hashlib
+from urllib.parse import urlencode
+
 from django.contrib import messages
+from django.core.cache import cache
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpResponse, QueryDict
 from django.shortcuts import redirect, render
+from django.template.loader import get_template, render_to_string
 from django.urls import reverse
+from django.utils.safestring import mark_safe
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import reswap, retarget, trigger_client_event
 
@@ -27,6 +34,7 @@ from cards.selectors import (
     ReviewPage,
     SuggestedClaim,
     claim_for,
+    review_card,
     review_page,
     suggestions_for,
 )
@@ -36,23 +44,35 @@ from cards.services.reviews import response_mark_complete
 from cards.services.verdicts import verdict_save
 from evidence.access import membership_for
 from evidence.http import HtmxHttpRequest
+from evidence.models import Membership
+from replay.models import Run
 from replay.selectors import run_for_project
 
 # The session key of a refused plain post: its message and what was typed, shown once.
 KEPT = "review-kept"
 
 
-def _page(request: HtmxHttpRequest, slug: str, run_id: str, case_id: str) -> ReviewPage:
+def _run(request: HtmxHttpRequest, slug: str, run_id: str) -> tuple[Membership, Run]:
+    """The viewer's membership and the run, or 404 (an outsider, another project's run)."""
     membership = membership_for(user=request.user, slug=slug)
-    run = run_for_project(project=membership.project, run_id=run_id)
+    return membership, run_for_project(project=membership.project, run_id=run_id)
+
+
+def _page(request: HtmxHttpRequest, slug: str, run_id: str, case_id: str) -> ReviewPage:
+    membership, run = _run(request, slug, run_id)
     return review_page(run=run, case_id=case_id, membership=membership)
 
 
-def _case_url(page: ReviewPage, anchor: str = "", *, name: str = "case_detail") -> str:
+def _case_url(
+    page: ReviewPage, anchor: str = "", *, name: str = "case_detail", card: str = ""
+) -> str:
+    """The case page (or its suggestions page), `card` shown whole, at `anchor`."""
     response = page.response
     url = reverse(
         name, args=[response.run.project.slug, response.run.run_id, response.case.case_id]
     )
+    if card:
+        url = f"{url}?{urlencode({'card': card})}"
     return f"{url}#{anchor}" if anchor else url
 
 
@@ -138,29 +158,61 @@ def _verdict_form(card: Card, data=None, *, adjudicate: bool = False) -> Verdict
     return form
 
 
-def _typed_form(page: ReviewPage, card: Card, data: QueryDict) -> VerdictForm:
+def _typed_form(membership: Membership, card: Card, data: QueryDict) -> VerdictForm:
     """A refused verdict form, what was typed kept, against the fresh card.
 
     An adjudication posted by someone who may not adjudicate comes back as their own
     verdict form, so that the next save is one they may make.
     """
     adjudicate = data.get("adjudicate") == "True"
-    if adjudicate and not page.membership.can_lead:
+    if adjudicate and not membership.can_lead:
         data = data.copy()
         data["adjudicate"], adjudicate = "", False
     return _verdict_form(card, data, adjudicate=adjudicate)
 
 
+def _card_forms(card: Card, membership: Membership, submitted: VerdictForm | None) -> None:
+    """Show the card whole, with its forms: a refused one as it was typed.
+
+    A lead adjudicates only where the annotators disagree; a refused adjudication comes
+    back wherever it was posted, so what was typed is never lost.
+    """
+    card.full = True
+    adjudicating = submitted is not None and submitted["adjudicate"].value() in {True, "True"}
+    card.form = _verdict_form(card) if submitted is None or adjudicating else submitted
+    card.adjudicate_form = None
+    if membership.can_lead and (card.disagree or adjudicating):
+        card.adjudicate_form = submitted if adjudicating else _verdict_form(card, adjudicate=True)
+
+
+def _card_context(card: Card, membership: Membership, **extra) -> dict:
+    """What the card partial needs, for one card built by its own selector (no page)."""
+    response = card.claim.response
+    return {
+        "project": response.run.project,
+        "run": response.run,
+        "membership": membership,
+        "response": response,
+        "card": card,
+        "support_keys": SUPPORT_KEYS,
+        "precheck_help": PRECHECK_HELP,
+        **extra,
+    }
+
+
 def _context(page: ReviewPage, *, kept: dict | None = None, **extra) -> dict:
-    """The page's context; `only` builds the forms of one card, `kept` shows a refused post."""
+    """The page's context. Cards are compact but `only`, the one card shown whole (its forms
+    built), or the card a refused or saved plain post came from; `kept` shows that post."""
     expectation = page.response.expectation
     forms = extra.pop("forms", {})
     only = extra.pop("only", None)
     add_form = extra.pop("add_form", None)
     if kept is not None:
         data, key, action = kept["data"], kept.get("key", ""), kept["action"]
+        if key and only is None:
+            only = key
         if action == "verdict":
-            forms[key] = _typed_form(page, page.card(key), data)
+            forms[key] = _typed_form(page.membership, page.card(key), data)
             _add_errors(forms[key], kept.get("errors", {}))
         if action in {"verdict", "revise", "attach"}:
             extra.setdefault("card_message", kept.get("message"))
@@ -181,16 +233,8 @@ def _context(page: ReviewPage, *, kept: dict | None = None, **extra) -> dict:
                 "merge_picks": data.getlist("pick"),
                 "merge_error": kept.get("message"),
             }
-    for card in page.cards:
-        if only is not None and card.claim.key != only:
-            continue  # a partial shows one card: build no forms for the others
-        submitted = forms.get(card.claim.key)
-        adjudicating = submitted is not None and submitted["adjudicate"].value() in {True, "True"}
-        card.form = _verdict_form(card) if submitted is None or adjudicating else submitted
-        card.adjudicate_form = None
-        if page.membership.can_lead:
-            fresh = _verdict_form(card, adjudicate=True)
-            card.adjudicate_form = submitted if adjudicating else fresh
+    if only:
+        _card_forms(page.card(only), page.membership, forms.get(only))
     if extra.get("revise_key"):
         extra["rv"] = _revise_values(page.card(extra["revise_key"]), extra.get("revise_data"))
     return {
@@ -208,6 +252,86 @@ def _context(page: ReviewPage, *, kept: dict | None = None, **extra) -> dict:
         "precheck_help": PRECHECK_HELP,
         **extra,
     }
+
+
+@functools.cache
+def _template_version() -> str:
+    """The page template's own hash: a deploy that changes a card never serves an old one."""
+    source = get_template("cards/review.html").template.source
+    return hashlib.sha256(source.encode()).hexdigest()[:12]
+
+
+def _digest(kind: str, *parts) -> str:
+    return f"{kind}:" + hashlib.sha256(repr((_template_version(), *parts)).encode()).hexdigest()
+
+
+def _compact_key(card: Card, context: dict) -> str:
+    """Everything a compact card shows, by the hashes of its sealed revisions, and its URLs.
+
+    Revisions are append-only and each is sealed by a SHA-256 of its content: a new claim
+    or verdict revision makes a new key, so nothing is ever stale (ids could be reused by
+    a database rebuilt, hashes could not). What blind review hides never reaches the key.
+    """
+
+    def sha(row) -> str | None:
+        return row.sha256 if row is not None else None
+
+    response = context["response"]
+    return _digest(
+        "review-card", context["project"].slug, response.run.run_id, response.case.case_id,
+        card.claim.key, sha(card.revision), sha(card.current), sha(card.mine),
+        sha(card.mine_adjudication), tuple(v.sha256 for v in card.others), card.disagree,
+        card.blind, tuple(card.hints), tuple(card.rereview),
+    )  # fmt: skip
+
+
+def _compact_cards(context: dict) -> dict:
+    """Render the page's compact cards, each from the cache when what it shows is unchanged.
+
+    Thirty compact cards were half the time of the case page; most are unchanged from
+    one load to the next. The whole card is never cached (forms carry a CSRF token).
+    """
+    compact = [card for card in context["page"].cards if not card.full]
+    keys = {card.claim.pk: _compact_key(card, context) for card in compact}
+    found = cache.get_many(keys.values())
+    fresh = {}
+    for card in compact:
+        key = keys[card.claim.pk]
+        if key not in found:
+            found[key] = fresh[key] = render_to_string(
+                "cards/review.html#card", {**context, "card": card}
+            )
+        card.html = mark_safe(found[key])  # our template's own output, escaped there
+    cache.set_many(fresh, timeout=24 * 3600)
+    return context
+
+
+def _shown(passage) -> tuple:
+    """What the page shows of a passage, beside its text (which its hash stands for)."""
+    return (
+        passage.ref, passage.sha256, passage.version_status, passage.superseded_by,
+        passage.title, passage.url,
+    )  # fmt: skip
+
+
+def _passages(context: dict) -> dict:
+    """The page's retrieved passages (20 of 2 KB in a large case), from the cache.
+
+    Keyed by what the section shows: each passage by its hash, its rank and score, and
+    the refs that badge it.
+    """
+    page = context["page"]
+    key = _digest(
+        "review-passages", [(r.rank, r.score, *_shown(r.passage)) for r in page.retrieved],
+        [_shown(p) for p in page.cited_only], sorted(page.cited_refs),
+        sorted(page.relevant_refs), sorted(page.expected_refs),
+    )  # fmt: skip
+    html = cache.get(key)
+    if html is None:
+        html = render_to_string("cards/review.html#passages", context)
+        cache.set(key, html, timeout=24 * 3600)
+    context["passages_html"] = mark_safe(html)  # our template's own output, escaped there
+    return context
 
 
 def _revise_values(card: Card, data: QueryDict | None) -> dict:
@@ -237,7 +361,26 @@ def case_detail(request: HtmxHttpRequest, slug: str, run_id: str, case_id: str) 
         template = "cards/review.html#revise" if request.htmx else "cards/review.html"
         return render(request, template, context)
     kept = _take_kept(request, page)
-    return render(request, "cards/review.html", _context(page, kept=kept))
+    # ?card=KEY: that card whole, as a compact card's link shows it without JavaScript.
+    shown = request.GET.get("card")
+    if shown:
+        page.card(shown)  # 404 for a claim not of this case
+    context = _context(page, kept=kept, only=shown or None)
+    return render(request, "cards/review.html", _passages(_compact_cards(context)))
+
+
+@require_GET
+def card_detail(
+    request: HtmxHttpRequest, slug: str, run_id: str, case_id: str, key: str
+) -> HttpResponse:
+    """One card whole, from its own rows: what a compact card loads on focus or click."""
+    membership, run = _run(request, slug, run_id)
+    card = review_card(run=run, case_id=case_id, key=key, membership=membership)
+    if not request.htmx:
+        url = reverse("case_detail", args=[slug, run_id, case_id])
+        return redirect(f"{url}?{urlencode({'card': key})}#card-{key}")  # the page, it whole
+    _card_forms(card, membership, None)
+    return render(request, "cards/review.html#card", _card_context(card, membership))
 
 
 @require_GET
@@ -246,7 +389,8 @@ def claim_suggestions(
 ) -> HttpResponse:
     page = _page(request, slug, run_id, case_id)
     kept = None if request.htmx else _take_kept(request, page)
-    only = "" if request.htmx else None  # the partial shows no card: build no verdict form
+    # The partial shows no card; the page may show one whole (?card=KEY, a claim just added).
+    only = "" if request.htmx else request.GET.get("card") or None
     context = _context(page, kept=kept, only=only, suggestions=_suggestion_rows(page, kept))
     template = "cards/review.html#suggestions" if request.htmx else "cards/review.html"
     return render(request, template, context)
@@ -309,8 +453,10 @@ def claim_add(request: HtmxHttpRequest, slug: str, run_id: str, case_id: str) ->
     if not request.htmx:
         messages.success(request, f"Claim {claim.key} added.")
         if origin == "add":
-            return redirect(_case_url(page, f"card-{claim.key}"))
-        return redirect(_case_url(page, f"card-{claim.key}", name="claim_suggestions"))
+            return redirect(_case_url(page, f"card-{claim.key}", card=claim.key))
+        return redirect(
+            _case_url(page, f"card-{claim.key}", name="claim_suggestions", card=claim.key)
+        )
     page = _page(request, slug, run_id, case_id)
     card = page.card(claim.key)
     # The suggestions are open: mark the ones the claim took (the others, and what is
@@ -419,8 +565,7 @@ def _card_answer(
 def verdict_add(
     request: HtmxHttpRequest, slug: str, run_id: str, case_id: str, key: str
 ) -> HttpResponse:
-    membership = membership_for(user=request.user, slug=slug)
-    run = run_for_project(project=membership.project, run_id=run_id)
+    membership, run = _run(request, slug, run_id)
     claim, revision = claim_for(run=run, case_id=case_id, key=key)  # not the whole page yet
     form = VerdictForm(request.POST, refs=revision.citations)
     status, message, errors, saved = 200, "", {}, None
@@ -459,21 +604,25 @@ def verdict_add(
             _keep(request, claim.response_id, action="verdict", key=key, errors=errors,
                   message=message)  # fmt: skip
         return redirect(reverse("case_detail", args=[slug, run_id, case_id]) + f"#card-{key}")
-    page = review_page(run=run, case_id=case_id, membership=membership)
-    card = page.card(key)
-    forms = {}
+    # Only the saved card, from its own rows: the page around it is as it was.
+    card = review_card(run=run, case_id=case_id, key=key, membership=membership)
+    submitted = None
     if status != 200:
         # The fresh card, with what the person typed kept, so nothing is lost.
-        forms[key] = _typed_form(page, card, request.POST)
-        _add_errors(forms[key], errors)
-    context = _context(
-        page, forms=forms, card=card, card_message=message, card_message_key=key, only=key,
-        notice=notice, notice_key=key,
+        submitted = _typed_form(membership, card, request.POST)
+        _add_errors(submitted, errors)
+    _card_forms(card, membership, submitted)
+    context = _card_context(
+        card, membership, card_message=message, card_message_key=key, notice=notice,
+        notice_key=key,
     )  # fmt: skip
-    response = render(request, "cards/review.html#card-swap", context, status=status)
+    response = render(request, "cards/review.html#card", context, status=status)
     if saved is not None:
-        # After the swap settles, so the script moves the focus among the new cards.
-        trigger_client_event(response, "verdict-saved", {"key": key, "seq": saved.seq},
+        # After the swap settles, so the script moves the focus among the new cards, and
+        # colours the answer's pieces this claim covers (the answer is not sent again).
+        support = card.current.support if card.current else ""
+        trigger_client_event(response, "verdict-saved",
+                             {"key": key, "seq": saved.seq, "support": support},
                              after="settle")  # fmt: skip
     return response
 
@@ -505,7 +654,7 @@ def review_complete(
     page = _page(request, slug, run_id, case_id)
     if request.htmx and was_blind and not page.blind:
         # Blind review is over for this reviewer: every card changes, not only the status.
-        context = _context(page, partial_messages=True)
+        context = _compact_cards(_context(page, partial_messages=True))
         response = render(request, "cards/review.html#workspace-swap", context)
         return reswap(retarget(response, "#workspace"), "innerHTML")
     return render(

@@ -133,6 +133,15 @@
     return document.querySelector('[data-key="' + key + '"]');
   }
 
+  // Keys that act on the verdict form wait for a compact card to arrive whole (it loads
+  // itself on focus), then act: pressing j then 1 quickly still picks a label.
+  let pending = null;
+  const FORM_KEYS = /^[0-9rs]$/;
+
+  function isCompact(card) {
+    return Boolean(card && card.hasAttribute("data-compact"));
+  }
+
   document.addEventListener("keydown", function (event) {
     const target = event.target;
     const typing = target.matches && target.matches("input, textarea, select, [contenteditable]");
@@ -155,6 +164,16 @@
     const list = cards();
     const index = list.indexOf(currentCard());
     const card = currentCard() || list[0] || null; // with no card chosen yet, the first one
+    if (FORM_KEYS.test(event.key) && isCompact(card)) {
+      event.preventDefault();
+      pending = { id: card.id, key: event.key };
+      focusCard(card); // its focus loads it whole; the key acts once it is there
+      return;
+    }
+    act(event, card, list, index);
+  });
+
+  function act(event, card, list, index) {
     if (event.key === "j") {
       focusCard(list[Math.min(index + 1, list.length - 1)] || list[0]);
     } else if (event.key === "k") {
@@ -191,10 +210,17 @@
       window.location.assign(keyed("n").href);
     } else if (event.key === "?") {
       toggleKeys();
-    } else {
-      return;
     }
-  });
+  }
+
+  // A key pressed while its card was loading, once the card is whole.
+  function replayPending(card) {
+    const key = pending && card && pending.id === card.id ? pending.key : null;
+    pending = null;
+    if (key && !isCompact(card)) {
+      act({ key: key, preventDefault: function () {} }, card, cards(), cards().indexOf(card));
+    }
+  }
 
   function toggleKeys() {
     const dialog = document.getElementById("keys");
@@ -239,7 +265,16 @@
   document.addEventListener("htmx:afterSettle", function (event) {
     const target = event.detail.target;
     const elt = source(event);
-    if (current && target && target.id === current && document.getElementById(current)) {
+    const opened = elt && elt.closest && elt.closest("article.card[data-compact]");
+    if (opened && opened.id && document.getElementById(opened.id)) {
+      // A compact card came whole: it keeps the focus it had (j/k, a click), and a key
+      // pressed meanwhile acts now.
+      const card = document.getElementById(opened.id);
+      if (!card.contains(document.activeElement) && (current === card.id || document.activeElement === document.body)) {
+        focusCard(card);
+      }
+      replayPending(card);
+    } else if (current && target && target.id === current && document.getElementById(current)) {
       if (!document.activeElement || !document.getElementById(current).contains(document.activeElement)) {
         focusCard(document.getElementById(current));
       }
@@ -257,8 +292,17 @@
   });
 
   // A saved verdict: on to the next card not judged yet, or to "Decomposition complete".
+  // Only the card came back: the answer's pieces this claim colours take its label here.
   document.addEventListener("verdict-saved", function (event) {
     const saved = cardByKey(event.detail.key);
+    const support = event.detail.support;
+    document.querySelectorAll("#answer .piece[data-claims]").forEach(function (piece) {
+      const keys = piece.dataset.claims.split(" ");
+      if (support && keys[0] === event.detail.key) {
+        piece.className = piece.className.replace(/\bsupport-\S+/, "support-" + support);
+        piece.title = "claim " + keys.join(", ") + ": " + support;
+      }
+    });
     const next = nextUnjudged(saved);
     if (next) {
       focusCard(next);

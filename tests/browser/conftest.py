@@ -8,8 +8,10 @@ demo file (tests/conftest.py `demo_sqlite`).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+import re
 import secrets
 import shutil
 import socket
@@ -88,6 +90,37 @@ class LiveServer:
             self.worker.wait(timeout=10)
             self.worker = None
 
+    def import_bundle(self, path: Path) -> None:
+        """`import_bundle PATH --project demo` in one process kept for the server's life:
+        Django starts once, not once per test (most of what a fresh run costs)."""
+        importer = IMPORTERS.get(self.url)
+        if importer is None or importer.poll() is not None:
+            importer = IMPORTERS[self.url] = subprocess.Popen(
+                [sys.executable, str(ROOT / "manage.py"), "shell", "--no-imports", "-c", IMPORTER],
+                env=self.env, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                text=True,
+            )  # fmt: skip
+        importer.stdin.write(f"{path}\n")
+        importer.stdin.flush()
+        answer = importer.stdout.readline()
+        if answer.strip() != "ok":
+            raise RuntimeError(f"import_bundle {path} failed: {answer or 'no answer'}")
+
+
+# Reads bundle paths, one a line, and answers "ok" or the error for each.
+IMPORTER = """
+import io, sys
+from django.core.management import call_command
+for line in sys.stdin:
+    try:
+        call_command("import_bundle", line.strip(), project="demo", stdout=io.StringIO())
+    except Exception as exc:
+        print("error:", repr(exc).replace("\\n", " "), flush=True)
+    else:
+        print("ok", flush=True)
+"""
+IMPORTERS: dict[str, subprocess.Popen] = {}  # by server URL
+
 
 def _serve(request, tmp_path_factory, *, debug: bool) -> Iterator[LiveServer]:
     base = os.environ.get("DATABASE_URL", "")
@@ -143,6 +176,10 @@ def _serve(request, tmp_path_factory, *, debug: bool) -> Iterator[LiveServer]:
         yield live
         live.stop()
     finally:
+        importer = IMPORTERS.pop(f"http://127.0.0.1:{port}", None)
+        if importer is not None:
+            importer.stdin.close()
+            importer.wait(timeout=30)
         server.terminate()
         server.wait(timeout=10)
         if dropped:
@@ -276,7 +313,7 @@ def fresh_run(server: LiveServer, tmp_path: Path, fixture: str, *, edit=None) ->
         "\n".join(json.dumps(line, ensure_ascii=False) for line in lines) + "\n",
         encoding="utf-8",
     )
-    server.manage("import_bundle", str(bundle), "--project", "demo")
+    server.import_bundle(bundle)
     case_id = next(line["case_id"] for line in lines if line["kind"] == "case")
     return f"/p/demo/runs/{run_id}/cases/{case_id}/"
 
@@ -287,3 +324,15 @@ def log_in(page, username: str) -> None:
     page.get_by_label("Password").fill(DEMO_PASSWORD)
     page.get_by_role("button", name="Log in").click()
     page.wait_for_url("**/")
+
+
+def open_card(card) -> None:
+    """Open a compact card by its link and wait until it is whole: through htmx, or without
+    JavaScript as the page with that card whole."""
+    from playwright.sync_api import Error, expect
+
+    # A focused compact card is opening itself already (it took the focus after a save).
+    if card.evaluate("el => el.hasAttribute('data-compact') && document.activeElement !== el"):
+        with contextlib.suppress(Error):  # it may still be swapped in meanwhile
+            card.locator("a", has_text="Open card").click(timeout=2_000)
+    expect(card).not_to_have_class(re.compile(r"\bcompact\b"))

@@ -7,7 +7,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import log_in
+from tests.browser.conftest import log_in, open_card
 
 pytestmark = pytest.mark.browser
 
@@ -21,6 +21,7 @@ COPY = "Alice, having read bob's verdict."
 def judge_every_card(page, support: str, reason: str) -> None:
     for key in KEYS:
         card = page.locator(f"#card-{key}")
+        open_card(card)
         form = card.locator("form[data-verdict-form]")
         form.get_by_label(re.compile(f"^{support}")).check()
         form.locator("textarea[name=reason]").fill(reason)
@@ -43,17 +44,23 @@ def test_a_reviewer_sees_the_others_only_after_completing_her_own_review(page):
     status = page.locator("#review-status")
     expect(status).to_contain_text("blind review")
     judge_every_card(page, "Partial", ALICE)
+    # While blind, a card's header has my label and nothing of anyone else's.
+    labels = page.locator("#card-c1 .card-head .labels")
+    expect(labels).to_have_text(re.compile(r"^\s*You: Partial\s*$"))
     for hidden in (BOB, "seed-protocol", "bob"):
         expect(page.locator("#workspace")).not_to_contain_text(hidden)
 
     page.get_by_role("button", name="My review is complete").click()
-    # Swapped in place: every card now shows bob's verdict and the imported judgement.
-    expect(page.locator("#card-c1")).to_contain_text(BOB)
-    expect(page.locator("#card-c1")).to_contain_text("seed-protocol")
+    # Swapped in place: every header now has bob's label and the imported judgement's.
+    expect(labels).to_contain_text("You: Partial")
+    expect(labels).to_contain_text("bob: Supported")
+    expect(labels).to_contain_text("seed-protocol (imported):")
     expect(status).not_to_contain_text("blind review")
     expect(status).to_contain_text("Your review is complete")  # the message, in the status row
 
     card = page.locator("#card-c1")
+    open_card(card)
+    expect(card.locator(".verdicts")).to_contain_text(BOB)  # the whole card: his reason
     form = card.locator("form[data-verdict-form]")
     form.get_by_label(re.compile("^Supported")).check()
     form.locator("textarea[name=reason]").fill(COPY)

@@ -5,7 +5,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import DEMO_PASSWORD, log_in
+from tests.browser.conftest import DEMO_PASSWORD, log_in, open_card
 
 pytestmark = pytest.mark.browser
 
@@ -35,6 +35,7 @@ def judge_every_card(page) -> None:
     assert ids, "a case to submit has claims"
     for card_id in ids:
         card = page.locator(f'[id="{card_id}"]')
+        open_card(card)
         form = card.locator("form[data-verdict-form]")
         form.locator("input[name=support][value=supported]").check()
         form.get_by_label("Reason").fill("The cited passage says so.")

@@ -5,7 +5,7 @@ import json
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import log_in
+from tests.browser.conftest import log_in, open_card
 
 pytestmark = pytest.mark.browser
 
@@ -112,6 +112,7 @@ def test_a_blank_reason_is_refused_and_the_typed_label_is_kept(page):
     log_in(page, "bob")
     page.goto("/p/demo/runs/q017-r1/cases/Q-017/")
     card = page.locator("#card-C-017-2")
+    open_card(card)
     card.get_by_label("Partial").check()
     card.locator("form[data-verdict-form] textarea[name=reason]").evaluate(
         "el => { el.removeAttribute('required'); el.value = '   '; }"

@@ -1,8 +1,10 @@
 """The reviewer's day: the case page must never break, with DEBUG on or off.
 
 Each test reviews its own copy of a demo run (`fresh_run`), so the tests that share
-the session's servers never see each other's claims. Tests that take `server_page`
-run twice, against a server with DEBUG on (as `make run`) and one with DEBUG off.
+the session's servers never see each other's claims. A test opens its case with one
+of three fixtures: `both` runs it twice, against a server with DEBUG on (as `make
+run`) and one with DEBUG off, which matters for refusals and errors (DEBUG changes
+what an error answers); `debug` once with DEBUG on; `plain` without JavaScript.
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ import re
 import pytest
 from playwright.sync_api import expect
 
-from tests.browser.conftest import fresh_run, log_in
+from tests.browser.conftest import LiveServer, fresh_run, log_in, open_card
 from tests.browser.test_review import ANSWER, select_answer_text
 
 pytestmark = pytest.mark.browser
@@ -29,20 +31,62 @@ def card(page, key: str):
     )
 
 
+def disagreeing(lines: list[dict]) -> None:
+    """A second judge who finds C-017-2 supported, where seed-protocol finds it partial."""
+    lines[-1]["claims"][1]["judgements"].append(
+        {"annotator": "judge-b", "support": "supported", "reason": "D-01 gives 30 days."}
+    )
+
+
 def verdict_form(page, key: str):
+    """The card's verdict form, the card opened whole first if it was compact."""
+    open_card(card(page, key))
     return card(page, key).locator("form[data-verdict-form]")
+
+
+# A session per server and user: logging in once is enough, each test's context takes
+# the cookie (no test here logs out on the server).
+SESSIONS: dict[tuple[str, str], list] = {}
+
+
+def _opener(page, server: LiveServer, tmp_path):
+    def open_case(user: str, fixture: str = "q017-r1.jsonl", *, edit=None):
+        """`user`, logged in, on the first case of a fresh copy of `fixture`: (page, url)."""
+        url = fresh_run(server, tmp_path, fixture, edit=edit)
+        if (server.url, user) in SESSIONS:
+            page.context.add_cookies(SESSIONS[server.url, user])
+        else:
+            log_in(page, user)
+            SESSIONS[server.url, user] = page.context.cookies()
+        page.goto(url)
+        return page, url
+
+    return open_case
+
+
+@pytest.fixture
+def both(server_page, server, tmp_path):
+    """Opens a case with DEBUG on, then (a second run of the test) off."""
+    return _opener(server_page, server, tmp_path)
+
+
+@pytest.fixture
+def debug(page, live, tmp_path):
+    """Opens a case with DEBUG on."""
+    return _opener(page, live, tmp_path)
+
+
+@pytest.fixture
+def plain(plain_page, live, tmp_path):
+    """Opens a case without JavaScript."""
+    return _opener(plain_page, live, tmp_path)
 
 
 # --- 1. Suggest a split ----------------------------------------------------------------------
 
 
-def test_suggested_sentences_and_parts_are_accepted_edited_and_merged(
-    server_page, server, tmp_path
-):
-    page = server_page
-    url = fresh_run(server, tmp_path, "q017-r3.jsonl")
-    log_in(page, "alice")
-    page.goto(url)
+def test_suggested_sentences_and_parts_are_accepted_edited_and_merged(debug):
+    page, url = debug("alice", "q017-r3.jsonl")
     page.get_by_role("link", name="Suggest a split").click()
     suggestions = page.locator("#suggestions")
     # Suggestions are edited in multi-line fields; their spans are never typed.
@@ -83,13 +127,8 @@ def test_suggested_sentences_and_parts_are_accepted_edited_and_merged(
 # --- 2. A refused action keeps the page and what was typed ----------------------------------
 
 
-def test_a_blank_reason_is_refused_in_place_and_keeps_every_typed_text(
-    server_page, server, tmp_path
-):
-    page = server_page
-    url = fresh_run(server, tmp_path, "q017-r1.jsonl")
-    log_in(page, "bob")
-    page.goto(url)
+def test_a_blank_reason_is_refused_in_place_and_keeps_every_typed_text(both, server):
+    page, url = both("bob")
     navigations = []
     page.on("framenavigated", lambda frame: navigations.append(frame.url))
 
@@ -124,12 +163,10 @@ def test_a_blank_reason_is_refused_in_place_and_keeps_every_typed_text(
     ]
 
 
-def test_what_is_typed_in_a_cards_other_forms_survives_its_swap(server_page, server, tmp_path):
-    page = server_page
-    url = fresh_run(server, tmp_path, "q017-r1.jsonl")
-    log_in(page, "lead")
-    page.goto(url)
+def test_what_is_typed_in_a_cards_other_forms_survives_its_swap(both):
+    page, url = both("lead", edit=disagreeing)
     claim = card(page, "C-017-2")
+    open_card(claim)
     claim.get_by_role("link", name="Rewrite, relink or withdraw").click()
     claim.get_by_label("Claim text").fill("Final-sale items can be returned too.")
     claim.locator("details.adjudicate summary").click()
@@ -163,11 +200,9 @@ def test_what_is_typed_in_a_cards_other_forms_survives_its_swap(server_page, ser
     assert [p for p in page.console_problems if "status of 400" not in p] == []
 
 
-def test_a_stale_form_says_so_in_place_and_saves_once_sent_again(server_page, server, tmp_path):
-    page = server_page
-    url = fresh_run(server, tmp_path, "q017-r1.jsonl")
-    log_in(page, "bob")
-    page.goto(url)
+def test_a_stale_form_says_so_in_place_and_saves_once_sent_again(both):
+    page, url = both("bob")
+    verdict_form(page, "C-017-3")  # loaded before the other window saves
     other = page.context.new_page()
     other.goto(url)
     other_form = verdict_form(other, "C-017-3")
@@ -175,6 +210,7 @@ def test_a_stale_form_says_so_in_place_and_saves_once_sent_again(server_page, se
     other_form.get_by_label("Reason").fill("From the other window.")
     other_form.get_by_role("button", name="Save").click()
     expect(card(other, "C-017-3")).to_contain_text("by bob")
+    page.bring_to_front()  # a tab in the background is throttled: every step would wait
 
     form = verdict_form(page, "C-017-3")
     form.get_by_role("radio", name="Unsupported", exact=True).check()
@@ -192,11 +228,8 @@ def test_a_stale_form_says_so_in_place_and_saves_once_sent_again(server_page, se
     expect(page.locator("#answer")).to_be_visible()
 
 
-def test_bad_spans_are_refused_in_the_add_form_with_the_text_kept(server_page, server, tmp_path):
-    page = server_page
-    url = fresh_run(server, tmp_path, "q017-r3.jsonl")
-    log_in(page, "alice")
-    page.goto(url)
+def test_bad_spans_are_refused_in_the_add_form_with_the_text_kept(both):
+    page, url = both("alice", "q017-r3.jsonl")
     form = page.locator("#add-claim")
     form.get_by_label("Claim text").fill("Kept claim text.")
     form.locator("input[name=spans]").evaluate("el => { el.value = '94-999'; }")
@@ -210,11 +243,8 @@ def test_bad_spans_are_refused_in_the_add_form_with_the_text_kept(server_page, s
     assert [p for p in page.console_problems if "status of 400" not in p] == []
 
 
-def test_a_403_is_shown_in_the_card_with_the_typed_text_kept(server_page, server, tmp_path):
-    page = server_page
-    url = fresh_run(server, tmp_path, "q017-r1.jsonl")
-    log_in(page, "bob")
-    page.goto(url)
+def test_a_403_is_shown_in_the_card_with_the_typed_text_kept(both):
+    page, url = both("bob")
     form = verdict_form(page, "C-017-2")
     # What a lead's adjudication form sends, posted by a reviewer: the server refuses it.
     form.locator("input[name=adjudicate]").evaluate("el => { el.value = 'True'; }")
@@ -229,11 +259,8 @@ def test_a_403_is_shown_in_the_card_with_the_typed_text_kept(server_page, server
     assert [p for p in page.console_problems if "status of 403" not in p] == []
 
 
-def test_a_server_failure_or_lost_connection_is_said_in_place(server_page, server, tmp_path):
-    page = server_page
-    url = fresh_run(server, tmp_path, "q017-r1.jsonl")
-    log_in(page, "bob")
-    page.goto(url)
+def test_a_server_failure_or_lost_connection_is_said_in_place(both):
+    page, url = both("bob")
     form = verdict_form(page, "C-017-2")
     form.get_by_role("radio", name="Partial", exact=True).check()
     form.get_by_label("Reason").fill("Typed before the failure.")
@@ -253,13 +280,8 @@ def test_a_server_failure_or_lost_connection_is_said_in_place(server_page, serve
     expect(card(page, "C-017-2").locator(".verdict-label")).to_contain_text("Partial")
 
 
-def test_an_ended_session_is_said_in_place_and_nothing_typed_is_lost(
-    server_page, server, tmp_path
-):
-    page = server_page
-    url = fresh_run(server, tmp_path, "q017-r1.jsonl")
-    log_in(page, "bob")
-    page.goto(url)
+def test_an_ended_session_is_said_in_place_and_nothing_typed_is_lost(both):
+    page, url = both("bob")
     form = verdict_form(page, "C-017-2")
     form.get_by_role("radio", name="Partial", exact=True).check()
     form.get_by_label("Reason").fill("Typed before the session ended.")
@@ -271,11 +293,8 @@ def test_an_ended_session_is_said_in_place_and_nothing_typed_is_lost(
     assert page.locator("article.card").count() == 4
 
 
-def test_a_refused_plain_post_redirects_and_keeps_the_typed_text(plain_page, live, tmp_path):
-    page = plain_page
-    url = fresh_run(live, tmp_path, "q017-r1.jsonl")
-    log_in(page, "bob")
-    page.goto(url)
+def test_a_refused_plain_post_redirects_and_keeps_the_typed_text(plain, live):
+    page, url = plain("bob")
     form = verdict_form(page, "C-017-2")
     form.get_by_role("radio", name="Partial", exact=True).check()
     form.get_by_label("Reason").fill("  ")
@@ -312,11 +331,8 @@ def odd_keys(lines: list[dict]) -> None:
     ]  # fmt: skip
 
 
-def test_a_verdict_is_saved_on_claims_named_k_1_and_a_colon_b(server_page, server, tmp_path):
-    page = server_page
-    url = fresh_run(server, tmp_path, "q017-r3.jsonl", edit=odd_keys)
-    log_in(page, "alice")
-    page.goto(url)
+def test_a_verdict_is_saved_on_claims_named_k_1_and_a_colon_b(debug):
+    page, url = debug("alice", "q017-r3.jsonl", edit=odd_keys)
     for key, label, reason in [
         ("k.1", "Supported", "D-01 excludes final-sale items."),
         ("a:b", "Partial", "D-02 says so for the warehouse only."),
@@ -337,11 +353,8 @@ def test_a_verdict_is_saved_on_claims_named_k_1_and_a_colon_b(server_page, serve
 # --- 5. A selection keeps its sentence's citation ------------------------------------------------
 
 
-def test_part_of_a_sentence_keeps_the_marker_that_ends_the_sentence(server_page, server, tmp_path):
-    page = server_page
-    url = fresh_run(server, tmp_path, "q017-r3.jsonl")
-    log_in(page, "alice")
-    page.goto(url)
+def test_part_of_a_sentence_keeps_the_marker_that_ends_the_sentence(debug):
+    page, url = debug("alice", "q017-r3.jsonl")
     select_answer_text(page, "within 14 calendar days of delivery", ANSWER)
     page.locator("#add-claim").get_by_role("button", name="Add claim").click()
     expect(card(page, "c1")).to_contain_text(D01)
@@ -358,13 +371,9 @@ def uncited(lines: list[dict]) -> None:
     ]  # fmt: skip
 
 
-def test_a_claim_without_its_sentences_citation_is_relinked_in_one_action(
-    server_page, server, tmp_path
-):
-    page = server_page
-    url = fresh_run(server, tmp_path, "q017-r3.jsonl", edit=uncited)
-    log_in(page, "alice")
-    page.goto(url)
+def test_a_claim_without_its_sentences_citation_is_relinked_in_one_action(debug):
+    page, url = debug("alice", "q017-r3.jsonl", edit=uncited)
+    open_card(card(page, "c1"))
     expect(card(page, "c1")).to_contain_text("no citation attached")
     card(page, "c1").get_by_role("button", name=f"Attach {D01}").click()
     expect(card(page, "c1")).not_to_contain_text("no citation attached")
@@ -379,13 +388,8 @@ def test_a_claim_without_its_sentences_citation_is_relinked_in_one_action(
 # --- 4. A whole review, and not one problem in the console or the network ------------------------
 
 
-def test_a_whole_review_has_no_console_problem_and_no_failed_request(
-    server_page, server, tmp_path
-):
-    page = server_page
-    url = fresh_run(server, tmp_path, "q017-r3.jsonl")
-    log_in(page, "alice")
-    page.goto(url)
+def test_a_whole_review_has_no_console_problem_and_no_failed_request(debug):
+    page, url = debug("alice", "q017-r3.jsonl")
     form = page.locator("#add-claim")
     # Resizing a field writes an inline style on it, which a swap must not copy back.
     form.get_by_label("Claim text").evaluate("el => { el.style.height = '7em'; }")
@@ -440,13 +444,8 @@ def test_a_whole_review_has_no_console_problem_and_no_failed_request(
 # --- 6. Save shows progress, then a confirmation, then the next card ----------------------------
 
 
-def test_save_shows_progress_then_a_confirmation_and_moves_to_the_next_card(
-    server_page, server, tmp_path
-):
-    page = server_page
-    url = fresh_run(server, tmp_path, "q017-r1.jsonl")
-    log_in(page, "bob")
-    page.goto(url)
+def test_save_shows_progress_then_a_confirmation_and_moves_to_the_next_card(debug):
+    page, url = debug("bob")
     held = []
     page.route("**/verdict/", lambda route: held.append(route))  # held until let go
     form = verdict_form(page, "C-017-1")
@@ -469,11 +468,8 @@ def test_save_shows_progress_then_a_confirmation_and_moves_to_the_next_card(
 # --- 7. The whole case from the keyboard ---------------------------------------------------------
 
 
-def test_a_whole_case_is_reviewed_from_the_keyboard(server_page, server, tmp_path):
-    page = server_page
-    url = fresh_run(server, tmp_path, "q017-r3.jsonl")
-    log_in(page, "alice")
-    page.goto(url)
+def test_a_whole_case_is_reviewed_from_the_keyboard(debug):
+    page, url = debug("alice", "q017-r3.jsonl")
     keys = page.get_by_role("dialog", name="Keyboard")
     page.keyboard.press("?")
     expect(keys).to_be_visible()
@@ -528,17 +524,79 @@ def test_a_whole_case_is_reviewed_from_the_keyboard(server_page, server, tmp_pat
         expect(
             verdict_form(page, "c1").get_by_role("radio", name=name, exact=True)
         ).to_be_visible()
+    # After a reload every card is compact: j opens each as it takes the focus, and a
+    # digit pressed before it arrived still picks the label.
+    page.reload()
+    page.locator("h1").click()
+    page.keyboard.press("j")
+    page.keyboard.press("2")
+    expect(card(page, "c1")).to_be_focused()
+    expect(card(page, "c1").get_by_role("radio", name="Partial", exact=True)).to_be_checked()
+    page.keyboard.press("j")
+    expect(card(page, "c2")).to_be_focused()
+    expect(card(page, "c2").locator("form[data-verdict-form]")).to_be_visible()
+    page.keyboard.press("k")
+    expect(card(page, "c1")).to_be_focused()
     assert page.console_problems == []
     assert page.failed_requests == []
 
 
-def test_without_javascript_a_case_is_split_relinked_judged_and_completed(
-    plain_page, live, tmp_path
-):
-    page = plain_page
-    url = fresh_run(live, tmp_path, "q017-r3.jsonl", edit=uncited)
-    log_in(page, "alice")
-    page.goto(url)
+# --- 8. Compact cards, whole on demand ---------------------------------------------------------
+
+
+def test_a_compact_card_opens_whole_on_focus_and_on_click(debug):
+    page, url = debug("bob")
+    first, third = card(page, "C-017-1"), card(page, "C-017-3")
+    expect(page.locator("article.card.compact")).to_have_count(4)
+    expect(first.locator("form")).to_have_count(0)
+    expect(first).to_contain_text("The passage explicitly excludes final-sale items")  # reason
+    # j gives the first card the focus, and with it its whole self.
+    page.locator("h1").click()
+    page.keyboard.press("j")
+    expect(first).to_be_focused()
+    expect(first.locator("form[data-verdict-form]")).to_be_visible()
+    # A click anywhere on a compact card opens it too, and it keeps the focus.
+    third.locator(".claim-text").click()
+    expect(third.locator("form[data-verdict-form]")).to_be_visible()
+    expect(third).to_be_focused()
+    expect(page.locator("article.card.compact")).to_have_count(2)
+    assert page.failed_requests == []
+    assert page.console_problems == []
+
+
+def test_a_leads_card_shows_every_label_marks_superseded_and_adjudicates_disagreements(debug):
+    page, url = debug("lead", edit=disagreeing)
+    disputed, settled = card(page, "C-017-2"), card(page, "C-017-3")
+    labels = disputed.locator(".card-head .labels")
+    expect(labels).to_contain_text("You: not judged")
+    expect(labels).to_contain_text("seed-protocol (imported): Partial")
+    expect(labels).to_contain_text("judge-b (imported): Supported")
+    expect(labels).to_contain_text("disagreement")
+    # Adjudicate only where the annotators disagree.
+    open_card(settled)
+    expect(settled.locator("details.adjudicate")).to_have_count(0)
+    open_card(disputed)
+    expect(disputed.locator("details.adjudicate")).to_have_count(1)
+
+    for label, reason in [("Partial", "First reading."), ("Supported", "Second reading.")]:
+        form = verdict_form(page, "C-017-2")
+        form.get_by_role("radio", name=label, exact=True).check()
+        form.get_by_label("Reason").fill(reason)
+        form.get_by_role("button", name="Save").click()
+        expect(labels).to_contain_text(f"You: {label}")
+    expect(labels).to_contain_text("judge-b (imported): Supported")
+    history = disputed.locator("details.history")
+    history.locator("summary").click()
+    expect(history.locator("li", has_text="First reading.")).to_contain_text("superseded")
+    expect(history.locator("li", has_text="Second reading.")).not_to_contain_text("superseded")
+    expect(history.locator("li", has_text="judge-b")).not_to_contain_text("superseded")
+    assert page.failed_requests == []
+    assert page.console_problems == []
+
+
+def test_without_javascript_a_case_is_split_relinked_judged_and_completed(plain):
+    page, url = plain("alice", "q017-r3.jsonl", edit=uncited)
+    open_card(card(page, "c1"))  # the page with c1 whole
     card(page, "c1").get_by_role("button", name=f"Attach {D01}").click()
     expect(card(page, "c1")).to_contain_text("Claim c1 revised: revision 2.")
     expect(card(page, "c1").locator(".attached")).to_contain_text(D01)

@@ -57,9 +57,9 @@ def verdict_url(run_id: str, case_id: str, key: str) -> str:
 
 
 def loaded_form(client, run_id: str, case_id: str, key: str, *, adjudicate=False) -> dict:
-    """The hidden fields of a card's verdict form as the case page renders them now."""
-    page = client.get(case_url(run_id, case_id)).context["page"]
-    card = page.card(key)
+    """The hidden fields of a card's verdict form as the card, loaded whole, renders them now."""
+    card = client.get(case_url(run_id, case_id, "card_detail", key), HTTP_HX_REQUEST="true")
+    card = card.context["card"]
     form = card.adjudicate_form if adjudicate else card.form
     return {
         name: "" if form[name].value() is None else form[name].value()

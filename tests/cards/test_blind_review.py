@@ -27,6 +27,7 @@ BOBS_REASON = "Bob: the passage is about another store."
 BOBS_NOTE = "Bob wonders about the warehouse."
 ALICES_REASON = "Alice: D-01 excludes final-sale items."
 CASE = "/p/demo/runs/q017-r3/cases/Q-017/"
+WHOLE = f"{CASE}?card=c1"  # the page with c1 whole (its verdicts, history and forms)
 # What would betray bob's verdict: his words, his name, its label, colour and count.
 LEAKS = (
     BOBS_REASON,
@@ -94,13 +95,16 @@ def test_saving_my_own_verdict_does_not_reveal_the_others(alice, claim, reviewer
     card = page_for(reviewer, "q017-r3", "Q-017").card(claim.key)
     assert [v.reason for v in card.verdicts] == [ALICES_REASON]
     assert card.current.annotator == "alice"
-    content = assert_blind(alice.get(CASE))
+    content = assert_blind(alice.get(WHOLE))
     assert ALICES_REASON in content
     assert "others' verdicts on this case appear once you mark your review complete" in content
+    # The compact card: my label and my reason's first line, nobody else's.
+    compact = assert_blind(alice.get(CASE))
+    assert "You: <strong" in compact and ALICES_REASON in compact
 
 
 def test_the_history_shows_no_chain_numbers_that_count_the_hidden_verdicts(alice):
-    content = assert_blind(alice.get(CASE))
+    content = assert_blind(alice.get(WHOLE))
     # Claim revision 1, bob's verdict 2, alice's 3: numbering would show one was left out.
     assert '<span class="mono small">#' not in content
     assert "the previous one is" not in content
@@ -109,6 +113,8 @@ def test_the_history_shows_no_chain_numbers_that_count_the_hidden_verdicts(alice
 @pytest.mark.parametrize(
     "fragment",
     [
+        "card fragment",
+        "card page",
         "revise fragment",
         "revise page",
         "suggestions fragment",
@@ -117,6 +123,8 @@ def test_the_history_shows_no_chain_numbers_that_count_the_hidden_verdicts(alice
 )
 def test_every_fragment_of_the_case_is_blind(alice, fragment):
     requests = {
+        "card fragment": lambda: alice.get(url("card_detail", "c1"), **HTMX),
+        "card page": lambda: alice.get(WHOLE),
         "revise fragment": lambda: alice.get(CASE, {"revise": "c1"}, **HTMX),
         "revise page": lambda: alice.get(CASE, {"revise": "c1"}),
         "suggestions fragment": lambda: alice.get(url("claim_suggestions"), **HTMX),
@@ -217,8 +225,10 @@ def test_marking_my_review_complete_reveals_the_others(alice, claim, reviewer):
     # Every card changes, not only the status row.
     assert (response["HX-Retarget"], response["HX-Reswap"]) == ("#workspace", "innerHTML")
     content = response.content.decode()
-    assert BOBS_REASON in content and BOBS_NOTE in content
+    assert "bob: <strong" in content  # his label, in the compact card's header
     assert "Your review is complete: everyone&#x27;s verdicts on this case are shown." in content
+    whole = alice.get(url("card_detail", claim.key), **HTMX).content.decode()
+    assert BOBS_REASON in whole and BOBS_NOTE in whole
     card = page_for(reviewer, "q017-r3", "Q-017").card(claim.key)
     assert [v.annotator for v in card.verdicts] == ["alice", "bob"]
 
@@ -226,13 +236,13 @@ def test_marking_my_review_complete_reveals_the_others(alice, claim, reviewer):
 def test_marking_my_review_complete_by_a_plain_post_redirects_to_the_open_case(alice):
     response = alice.post(url("review_complete"), {"complete": "1"})
     assert response.status_code == 302
-    assert BOBS_REASON in alice.get(response["Location"]).content.decode()
+    assert BOBS_REASON in alice.get(response["Location"], {"card": "c1"}).content.decode()
 
 
 def test_reopening_does_not_hide_again_what_was_seen(alice, replay_response, reviewer):
     response_mark_complete(response=replay_response, author=reviewer)
     response_mark_complete(response=replay_response, author=reviewer, complete=False)
-    assert BOBS_REASON in alice.get(CASE).content.decode()
+    assert BOBS_REASON in alice.get(WHOLE).content.decode()
 
 
 def test_another_reviewers_mark_does_not_open_the_case_to_me(
@@ -253,7 +263,7 @@ def test_a_lead_unblinds_a_case_by_htmx(client, alice, lead, reviewer):
     assert "Q-017 unblinded: its reviewers now see each other" in content
     assert "unblinded for its reviewers" in content
     client.force_login(reviewer)
-    assert BOBS_REASON in client.get(CASE).content.decode()
+    assert BOBS_REASON in client.get(WHOLE).content.decode()
 
 
 def test_a_lead_unblinds_a_case_by_a_plain_post_once(client, alice, lead):
@@ -327,7 +337,7 @@ def test_without_blind_review_a_reviewer_sees_every_verdict(
     page = page_for(reviewer, "q017-r3", "Q-017")
     assert (page.blind, page.card(claim.key).current.reason) == (False, BOBS_REASON)
     client.force_login(reviewer)
-    assert BOBS_REASON in client.get(CASE).content.decode()
+    assert BOBS_REASON in client.get(WHOLE).content.decode()
 
 
 # --- pages built from everyone's verdicts -----------------------------------------------------

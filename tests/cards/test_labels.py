@@ -10,7 +10,7 @@ from tests.cards.conftest import case_url
 
 def test_the_card_form_offers_every_support_label_with_its_key_in_order(client, reviewer, claim):
     client.force_login(reviewer)
-    content = client.get(case_url("q017-r3", "Q-017")).content.decode()
+    content = client.get(case_url("q017-r3", "Q-017"), {"card": claim.key}).content.decode()
     shortcuts = re.findall(r'name="support" value="(\w+)"[^>]*aria-keyshortcuts="(\d)"', content)
     assert shortcuts == [(value, str(key)) for key, value in enumerate(Support.values, start=1)]
     # The key is shown but hidden from the accessible name: the radio is named "Supported".

@@ -71,10 +71,16 @@ def test_hints_are_shown_on_the_card_and_above_the_answer(client, reviewer, demo
     ) in content
     card = content[content.index('id="card-c5"') :]
     card = card[: card.index("</article>")]
-    assert '<li class="hint"><span class="mono">number_not_in_evidence</span>' in card
-    assert "A number here appears in none of the passages it rests on." in card
+    # The compact card names the hint, and says what it means on hover.
+    assert '<li class="hint mono small" title="A number here appears in none' in card
     other = content[content.index('id="card-c1"') :]
     assert "number_not_in_evidence" not in other[: other.index("</article>")]
+    whole = client.get(
+        "/p/demo/runs/p7-answer-a/cases/P7-Q1/claims/c5/card/", HTTP_HX_REQUEST="true"
+    )
+    card = whole.content.decode()
+    assert '<li class="hint"><span class="mono">number_not_in_evidence</span>' in card
+    assert "A number here appears in none of the passages it rests on." in card
 
 
 def test_a_new_claim_gets_its_hints_at_once(reviewer, demo_runs):

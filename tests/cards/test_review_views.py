@@ -137,22 +137,58 @@ def test_every_review_page_sends_an_anonymous_visitor_to_log_in(client, claim, u
 # --- the case page ---------------------------------------------------------------------------
 
 
-def test_the_case_page_shows_each_card_with_its_form(alice, claim):
+def whole_card(client, key: str, run_id: str = "q017-r3", case_id: str = "Q-017") -> str:
+    """A card as it loads itself whole (on focus or click), through htmx."""
+    response = client.get(_case_url(run_id, case_id, "card_detail", key), **HTMX)
+    assert response.status_code == 200 and is_partial(response)
+    return response.content.decode()
+
+
+def test_the_case_page_shows_compact_cards_that_load_themselves_whole(alice, claim):
     response = alice.get(CASE)
     assert response.status_code == 200
-    content = response.content.decode()
-    assert f'<article class="card verdict-none" id="card-{claim.key}"' in content
-    assert "Final-sale items are excluded from returns." in content
+    card = card_html(response.content.decode(), claim.key)
+    assert card.startswith(f'id="card-{claim.key}"')
+    assert "Final-sale items are excluded from returns." in card
+    # On focus or click, never on `revealed`: a card loads when someone turns to it.
+    card_url = case_url("card_detail", claim.key)
+    assert f'hx-get="{card_url}" hx-trigger="focusin, click" hx-swap="outerHTML"' in card
+    assert "verdict_add" not in card and 'name="seen_claim_seq"' not in card  # no form yet
+    # Without JavaScript, its link shows the page with that card whole.
+    assert f'href="{CASE}?card={claim.key}#card-{claim.key}"' in card
+    whole = alice.get(CASE, {"card": claim.key}).content.decode()
+    assert 'name="seen_claim_seq" value="1"' in card_html(whole, claim.key)
+
+
+def test_a_whole_card_has_its_form_its_passage_and_its_history(alice, claim):
+    content = whole_card(alice, claim.key)
+    assert content.lstrip().startswith(f'<article class="card verdict-none" id="card-{claim.key}"')
+    assert "data-compact" not in content
     assert f'action="{verdict_url("q017-r3", "Q-017", claim.key)}"' in content
     assert f'hx-post="{verdict_url("q017-r3", "Q-017", claim.key)}"' in content
     assert '<input type="hidden" name="seen_claim_seq" value="1"' in content
+    assert 'class="passage-text"' in content and 'class="history"' in content
+
+
+def test_a_card_without_javascript_is_the_page_with_that_card_whole(alice, claim):
+    response = alice.get(case_url("card_detail", claim.key))
+    assert response.status_code == 302
+    assert response["Location"] == f"{CASE}?card={claim.key}#card-{claim.key}"
+
+
+@pytest.mark.parametrize("htmx", [False, True], ids=["plain", "htmx"])
+def test_a_card_of_another_case_or_project_is_404(client, alice, claim, outsider, htmx):
+    extra = HTMX if htmx else {}
+    assert alice.get(case_url("card_detail", "c99"), **extra).status_code == 404
+    assert alice.get(CASE, {"card": "c99"}).status_code == 404
+    client.force_login(outsider)
+    assert client.get(case_url("card_detail", claim.key), **extra).status_code == 404
 
 
 def test_the_card_shows_the_passage_a_claim_cites_though_its_response_never_retrieved_it(
     alice, aside_claim
 ):
-    content = alice.get(_case_url("aside-r1", "A-1")).content.decode()
-    content = content[content.index('id="card-c1"') :]
+    content = whole_card(alice, "c1", "aside-r1", "A-1")
     assert "no citation attached" not in content
     assert "Returns are accepted within 30 days of delivery." in content
 
@@ -169,12 +205,14 @@ def test_imported_judgements_are_shown_as_imported_never_as_a_local_reviewer(
     )
     assert card.mine is None  # not alice's, although nobody local judged it
     client.force_login(reviewer)
-    content = client.get("/p/demo/runs/q017-r1/cases/Q-017/").content.decode()
-    assert "by seed-protocol (imported)" in content
+    page = client.get("/p/demo/runs/q017-r1/cases/Q-017/").content.decode()
+    assert "by seed-protocol (imported)" in page
+    content = whole_card(client, "C-017-2", "q017-r1")
     assert 'seed-protocol <span class="badge">imported</span>' in content
     assert "seed-protocol (imported):" in content  # the history line
     # Alice's own form does not start from the imported judgement.
-    form = client.get("/p/demo/runs/q017-r1/cases/Q-017/").context["page"].card("C-017-2").form
+    url = "/p/demo/runs/q017-r1/cases/Q-017/"
+    form = client.get(url, {"card": "C-017-2"}).context["page"].card("C-017-2").form
     assert form["seen_own_seq"].value() is None
     assert form["support"].value() is None
 
@@ -231,7 +269,9 @@ def test_a_suggestion_is_accepted_as_its_form_sends_it(
     revision = ClaimRevision.objects.get(claim__key="c1")
     assert (revision.text, revision.spans, revision.kind) == (text, spans, "factual")
     if not htmx:  # back to the suggestions, at the new card
-        assert response["Location"] == case_url("claim_suggestions") + "#card-c1"
+        assert (
+            response["Location"] == case_url("claim_suggestions") + "?card=c1#card-c1"
+        )  # it whole
 
 
 def test_an_accepted_suggestion_keeps_the_suggestions_open_and_marks_it_taken(
@@ -351,7 +391,7 @@ def test_adding_a_claim_by_form_post_redirects_to_its_card(alice, replay_respons
         {"text": "Excluded.", "spans": "94-123", "kind": "factual", "facts": ["G2"]},
     )
     assert response.status_code == 302
-    assert response["Location"] == f"{CASE}#card-c1"
+    assert response["Location"] == f"{CASE}?card=c1#card-c1"  # the new card whole
     assert flashes(response) == ["Claim c1 added."]
     assert Claim.objects.get(key="c1").revisions.get().facts == ["G2"]
 
@@ -513,7 +553,7 @@ def uncited(replay_response, reviewer) -> Claim:
 
 
 def test_a_card_without_citation_offers_its_sentences_marker(alice, uncited):
-    card = card_html(alice.get(CASE).content.decode(), uncited.key)
+    card = whole_card(alice, uncited.key)
     assert "no citation attached" in card
     assert f'<input type="hidden" name="ref" value="{D01}">' in card
     assert f'hx-post="{case_url("claim_attach", uncited.key)}" hx-target="closest .card"' in card
@@ -554,7 +594,7 @@ def test_an_attachment_the_card_did_not_offer_is_refused(alice, uncited, data, s
 # --- saving a verdict ------------------------------------------------------------------------
 
 
-def test_a_verdict_through_htmx_returns_the_card_and_the_answer_out_of_band(alice, claim):
+def test_a_verdict_through_htmx_returns_only_its_card(alice, claim):
     data = loaded_form(alice, "q017-r3", "Q-017", claim.key)
     response = alice.post(
         verdict_url("q017-r3", "Q-017", claim.key),
@@ -569,8 +609,9 @@ def test_a_verdict_through_htmx_returns_the_card_and_the_answer_out_of_band(alic
     assert response.status_code == 200
     assert is_partial(response)
     # After the swap settles, the script moves the focus to the next card not judged.
+    # The answer is not sent again: the script colours the pieces the claim covers.
     assert json.loads(response["HX-Trigger-After-Settle"]) == {
-        "verdict-saved": {"key": claim.key, "seq": 2}
+        "verdict-saved": {"key": claim.key, "seq": 2, "support": "supported"}
     }
     content = response.content.decode()
     assert content.lstrip().startswith(
@@ -578,8 +619,7 @@ def test_a_verdict_through_htmx_returns_the_card_and_the_answer_out_of_band(alic
     )
     assert '<p class="saved" role="status">Saved, revision 2.</p>' in content
     assert " data-unjudged" not in content[: content.index(">")]
-    assert '<div id="answer-box" hx-swap-oob="true">' in content
-    assert "piece claimed support-supported" in content  # the answer takes the new colour
+    assert "hx-swap-oob" not in content and content.count("<article") == 1
     verdict = claim.verdicts.get()
     assert (verdict.support, verdict.citation_relevance) == ("supported", {D01: "necessary"})
 
@@ -851,6 +891,25 @@ def test_the_case_page_query_count_does_not_grow_with_claims(
     )
 
 
+@pytest.mark.parametrize(
+    ("blind_review", "limit"), [(False, 10), (True, 14)], ids=["open", "blind"]
+)
+def test_a_whole_card_query_count_does_not_grow_with_claims(
+    client, reviewer, sized_runs, django_assert_max_num_queries, request, blind_review, limit
+):
+    # Its own rows only (cards.selectors.review_card), never the page's other claims; while
+    # blind, 4 more for the clock (marks, unblindings, verdicts per annotator, leads).
+    if blind_review:
+        request.getfixturevalue("blind")
+    client.force_login(reviewer)
+    count_both(
+        client,
+        django_assert_max_num_queries,
+        limit,
+        lambda run_id: client.get(_case_url(run_id, "case-0", "card_detail", "c1"), **HTMX),
+    )
+
+
 def test_a_verdict_save_query_count_does_not_grow_with_claims(
     client, reviewer, sized_runs, django_assert_max_num_queries
 ):
@@ -859,7 +918,7 @@ def test_a_verdict_save_query_count_does_not_grow_with_claims(
     count_both(
         client,
         django_assert_max_num_queries,
-        29,
+        21,
         lambda run_id: client.post(
             verdict_url(run_id, "case-0", "c1"),
             {**forms[run_id], "support": "supported", "reason": "Passage 0 says 10."},
@@ -876,7 +935,7 @@ def test_a_refused_verdict_query_count_does_not_grow_with_claims(
     count_both(
         client,
         django_assert_max_num_queries,
-        20,
+        12,
         lambda run_id: client.post(
             verdict_url(run_id, "case-0", "c1"),
             {**forms[run_id], "support": "supported", "reason": " "},
@@ -965,10 +1024,10 @@ def test_the_blind_case_page_query_count_does_not_grow_with_claims(
 def test_the_rewrite_form_is_loaded_on_demand_not_on_every_card(client, reviewer, demo_runs):
     client.force_login(reviewer)
     url = reverse("case_detail", args=["demo", "q017-r1", "Q-017"])
-    page = client.get(url).content.decode()
-    assert page.count('name="seen_claim_seq" value=') == 4  # the verdict forms only
+    page = client.get(url, {"card": "C-017-2"}).content.decode()
+    assert page.count('name="seen_claim_seq" value=') == 1  # the whole card's verdict form
     assert "Reason for the change" not in page
-    assert page.count("What the diagnoses mean") == 4 and page.count('id="diagnoses"') == 1
+    assert page.count("What the diagnoses mean") == 1 and page.count('id="diagnoses"') == 1
     # Into the card's slot, by structure: the card and what is typed in it stay.
     assert 'hx-target="closest .revise-slot" hx-swap="innerHTML"' in page
     partial = client.get(url, {"revise": "C-017-2"}, HTTP_HX_REQUEST="true").content.decode()

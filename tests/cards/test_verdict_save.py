@@ -253,7 +253,7 @@ def test_the_page_renders_the_history_newest_first(client, claim, reviewer):
     judge(claim, reviewer, "partial", "Alice first.")
     judge(claim, reviewer, "supported", "Alice again.")
     client.force_login(reviewer)
-    content = client.get("/p/demo/runs/q017-r3/cases/Q-017/").content.decode()
+    content = client.get("/p/demo/runs/q017-r3/cases/Q-017/", {"card": claim.key}).content.decode()
     history = content[content.index('class="history-list"') :]
     assert history.index("because: Alice again.") < history.index("because: Alice first.")
     assert history.index("Alice first.") < history.index("split the claim")

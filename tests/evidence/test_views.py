@@ -186,6 +186,9 @@ PROJECT_URLS = {
     "p/<slug:slug>/runs/<str:run_id>/cases/<str:case_id>/claims/suggest/": (
         "/p/demo/runs/q017-r1/cases/Q-017/claims/suggest/"
     ),
+    "p/<slug:slug>/runs/<str:run_id>/cases/<str:case_id>/claims/<str:key>/card/": (
+        "/p/demo/runs/q017-r1/cases/Q-017/claims/C-017-1/card/"
+    ),
     "p/<slug:slug>/runs/<str:run_id>/cases/<str:case_id>/claims/<str:key>/revise/": (
         "/p/demo/runs/q017-r1/cases/Q-017/claims/C-017-1/revise/"
     ),

@@ -1,0 +1,129 @@
+"""One card of the case page: compact on the page, whole on demand, from its own rows."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+from django.core.cache import cache
+
+from cards.services import claim_revise
+from tests.cards.conftest import case_url, judge, page_for
+
+HTMX = {"HTTP_HX_REQUEST": "true"}
+
+
+def whole_card(client, key: str) -> str:
+    response = client.get(case_url("q017-r3", "Q-017", "card_detail", key), **HTMX)
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def header(content: str) -> str:
+    return content[content.index('<header class="card-head">') : content.index("</header>")]
+
+
+def test_the_header_shows_my_verdict_and_each_others_newest(
+    client, claim, reviewer, second_reviewer
+):
+    judge(claim, reviewer, "supported", "Alice.")
+    judge(claim, second_reviewer, "partial", "Bob first.")
+    judge(claim, second_reviewer, "unsupported", "Bob again.")
+    client.force_login(reviewer)
+    page = client.get(case_url("q017-r3", "Q-017")).content.decode()
+    for content in (
+        header(page[page.index(f'id="card-{claim.key}"') :]),
+        header(whole_card(client, claim.key)),
+    ):
+        assert 'You: <strong class="support-supported">Supported</strong>' in content
+        assert 'bob: <strong class="support-unsupported">Unsupported</strong>' in content
+        assert "Partial" not in content  # bob's older verdict is not his current one
+
+
+def test_while_blind_the_header_shows_mine_and_nothing_of_the_others(
+    client, blind, claim, reviewer, second_reviewer
+):
+    judge(claim, second_reviewer, "unsupported", "Bob.")
+    judge(claim, reviewer, "supported", "Alice.")
+    card = page_for(reviewer, "q017-r3", "Q-017").card(claim.key)
+    assert (card.others, card.disagree) == ([], False)
+    client.force_login(reviewer)
+    for content in (
+        client.get(case_url("q017-r3", "Q-017")).content.decode(),
+        whole_card(client, claim.key),
+    ):
+        assert "bob" not in content and '<strong class="support-unsupported">' not in content
+        assert "disagreement" not in content
+
+
+def test_superseded_revisions_are_marked_in_the_history(client, claim, reviewer, second_reviewer):
+    judge(claim, reviewer, "partial", "Alice first.")
+    judge(claim, second_reviewer, "partial", "Bob.")
+    judge(claim, reviewer, "supported", "Alice again.")
+    claim_revise(claim=claim, author=reviewer, seen_claim_seq=1, text="Rewritten.", reason="R.")
+    card = page_for(reviewer, "q017-r3", "Q-017").card(claim.key)
+    marked = {
+        (entry.kind, entry.row.reason or entry.row.text): entry.superseded
+        for entry in card.history
+    }
+    assert marked == {
+        ("claim", "R."): False,
+        ("verdict", "Alice again."): False,
+        ("verdict", "Bob."): False,  # another annotator's line: not replaced by alice's
+        ("verdict", "Alice first."): True,
+        ("claim", "Final-sale items are excluded from returns."): True,
+    }
+    client.force_login(reviewer)
+    history = whole_card(client, claim.key)
+    history = history[history.index('class="history-list"') :]
+    superseded = [item for item in history.split("<li")[1:] if 'class="superseded"' in item]
+    assert len(superseded) == 2
+    assert "Alice first." in superseded[0] and "split the claim" in superseded[1]
+    assert all('<span class="badge">superseded</span>' in item for item in superseded)
+
+
+@pytest.mark.parametrize(
+    ("bobs", "shown"), [("supported", False), ("unsupported", True)], ids=["agree", "disagree"]
+)
+def test_a_lead_sees_the_adjudicate_form_only_where_reviewers_disagree(
+    client, claim, reviewer, second_reviewer, lead, bobs, shown
+):
+    judge(claim, reviewer, "supported", "Alice.")
+    judge(claim, second_reviewer, bobs, "Bob.")
+    client.force_login(lead)
+    content = whole_card(client, claim.key)
+    assert ("Adjudicate (lead)" in content) is shown
+    assert ("disagreement" in content) is shown
+    page = client.get(case_url("q017-r3", "Q-017"), {"card": claim.key}).content.decode()
+    assert ("Adjudicate (lead)" in page) is shown
+
+
+def test_a_reviewer_never_sees_the_adjudicate_form(client, claim, reviewer, second_reviewer):
+    judge(claim, reviewer, "supported", "Alice.")
+    judge(claim, second_reviewer, "unsupported", "Bob.")
+    client.force_login(reviewer)
+    content = whole_card(client, claim.key)
+    assert "disagreement" in content and "Adjudicate (lead)" not in content
+
+
+def test_a_cached_compact_card_shows_a_new_verdict_at_once(
+    client, claim, reviewer, second_reviewer
+):
+    client.force_login(reviewer)
+    url = case_url("q017-r3", "Q-017")
+    assert "bob:" not in client.get(url).content.decode()  # the card is cached now
+    judge(claim, second_reviewer, "partial", "Bob.")
+    # A new revision is a new key: the card is rendered again, never served stale.
+    assert (
+        'bob: <strong class="support-partial">Partial</strong>' in client.get(url).content.decode()
+    )
+
+
+def test_the_cached_page_is_the_page_rendered_afresh(client, claim, reviewer):
+    client.force_login(reviewer)
+    url = case_url("q017-r3", "Q-017")
+    cache.clear()
+    fresh = client.get(url).content.decode()
+    cached = client.get(url).content.decode()
+    masked = [re.sub(r"\b[A-Za-z0-9]{64}\b", "TOKEN", html) for html in (fresh, cached)]
+    assert masked[0] == masked[1]  # but for the CSRF tokens
