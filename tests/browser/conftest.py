@@ -90,37 +90,6 @@ class LiveServer:
             self.worker.wait(timeout=10)
             self.worker = None
 
-    def import_bundle(self, path: Path) -> None:
-        """`import_bundle PATH --project demo` in one process kept for the server's life:
-        Django starts once, not once per test (most of what a fresh run costs)."""
-        importer = IMPORTERS.get(self.url)
-        if importer is None or importer.poll() is not None:
-            importer = IMPORTERS[self.url] = subprocess.Popen(
-                [sys.executable, str(ROOT / "manage.py"), "shell", "--no-imports", "-c", IMPORTER],
-                env=self.env, cwd=ROOT, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                text=True,
-            )  # fmt: skip
-        importer.stdin.write(f"{path}\n")
-        importer.stdin.flush()
-        answer = importer.stdout.readline()
-        if answer.strip() != "ok":
-            raise RuntimeError(f"import_bundle {path} failed: {answer or 'no answer'}")
-
-
-# Reads bundle paths, one a line, and answers "ok" or the error for each.
-IMPORTER = """
-import io, sys
-from django.core.management import call_command
-for line in sys.stdin:
-    try:
-        call_command("import_bundle", line.strip(), project="demo", stdout=io.StringIO())
-    except Exception as exc:
-        print("error:", repr(exc).replace("\\n", " "), flush=True)
-    else:
-        print("ok", flush=True)
-"""
-IMPORTERS: dict[str, subprocess.Popen] = {}  # by server URL
-
 
 def _serve(request, tmp_path_factory, *, debug: bool) -> Iterator[LiveServer]:
     base = os.environ.get("DATABASE_URL", "")
@@ -155,6 +124,7 @@ def _serve(request, tmp_path_factory, *, debug: bool) -> Iterator[LiveServer]:
         sqlite_copy(request.getfixturevalue("demo_sqlite"), database)
         env["DATABASE_URL"] = f"sqlite:///{database}"
     port = _free_port()
+    live = LiveServer(url=f"http://127.0.0.1:{port}", env=env)
     server = subprocess.Popen(
         [*manage, "runserver", "--noreload", f"127.0.0.1:{port}"],
         env=env,
@@ -172,14 +142,9 @@ def _serve(request, tmp_path_factory, *, debug: bool) -> Iterator[LiveServer]:
                 time.sleep(0.2)
         else:
             raise RuntimeError("the test server did not start")
-        live = LiveServer(url=f"http://127.0.0.1:{port}", env=env)
         yield live
-        live.stop()
     finally:
-        importer = IMPORTERS.pop(f"http://127.0.0.1:{port}", None)
-        if importer is not None:
-            importer.stdin.close()
-            importer.wait(timeout=30)
+        live.stop()
         server.terminate()
         server.wait(timeout=10)
         if dropped:
@@ -313,7 +278,7 @@ def fresh_run(server: LiveServer, tmp_path: Path, fixture: str, *, edit=None) ->
         "\n".join(json.dumps(line, ensure_ascii=False) for line in lines) + "\n",
         encoding="utf-8",
     )
-    server.import_bundle(bundle)
+    server.manage("import_bundle", str(bundle), "--project", "demo")
     case_id = next(line["case_id"] for line in lines if line["kind"] == "case")
     return f"/p/demo/runs/{run_id}/cases/{case_id}/"
 
