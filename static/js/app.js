@@ -203,9 +203,10 @@
     } else if (event.key === "p" && keyed("p")) {
       event.preventDefault();
       keyed("p").click(); // htmx loads the suggestions; without it, the link's page
-    } else if (event.key === "c" && keyed("c")) {
+    } else if ((event.key === "c" || event.key === "d") && keyed(event.key)) {
+      // Decomposition complete; done: submit and open the next case.
       event.preventDefault();
-      keyed("c").form.requestSubmit(keyed("c"));
+      keyed(event.key).form.requestSubmit(keyed(event.key));
     } else if (event.key === "n" && keyed("n")) {
       window.location.assign(keyed("n").href);
     } else if (event.key === "?") {

@@ -53,11 +53,15 @@ def test_a_reviewer_walks_two_cases_with_submit_and_next(page, live):
 
     page.get_by_role("link", name="Next in my queue").click()
     visited = []
-    for _ in range(2):
+    for by_key in (False, True):  # the button, then its key `d`
         page.wait_for_url(re.compile(r"/cases/[^/]+/$"))
         visited.append(page.url)
         judge_every_card(page)
-        page.get_by_role("button", name="Submit and next").click()
+        if by_key:
+            page.locator("h1").click()
+            page.keyboard.press("d")
+        else:
+            page.get_by_role("button", name="Submit and next").click()
         page.wait_for_url(lambda url, here=page.url: url != here)
         expect(page.locator(".messages")).to_contain_text("submitted.")
     third = page.url
