@@ -57,6 +57,7 @@ site (database, reviewers, URLs), `load.py` the server and load driver
 from __future__ import annotations
 
 import argparse
+import math
 import os
 import shutil
 import statistics
@@ -111,10 +112,11 @@ def check_pages(
         status, _, page = fetch(server, "GET", case_path(), cookies=who)
         if status != 200:
             raise RuntimeError(f"the case page answered {status}")
-        forms = page.count(b"data-verdict-form")
-        if forms < len(fixture.claims):
+        # Cards, not verdict forms: a compact card has its form only once it is opened.
+        cards = page.count(b'<article class="card')
+        if cards != len(fixture.claims):
             wanted = len(fixture.claims)
-            raise RuntimeError(f"the case page shows {forms} verdict forms, not {wanted}")
+            raise RuntimeError(f"the case page shows {cards} cards, not {wanted}")
         sizes[name] = len(page)
     for name, wanted in (("floor", sizes["case"]), ("floor50", 50_000)):
         status, _, body = fetch(server, "GET", floor_path(wanted), cookies=cookies)
@@ -207,6 +209,11 @@ def median(values: list[float]) -> float:
     return statistics.median(values)
 
 
+def ratio(value: float, floor: float) -> float:
+    """value / floor; NaN when the floor answered nothing in its window (a busy machine)."""
+    return value / floor if floor else math.nan
+
+
 def report(args: argparse.Namespace, figures: Figures) -> None:
     pages, saves = figures.pages, figures.saves
     low, top = min(args.clients), max(args.clients)
@@ -242,25 +249,25 @@ def report(args: argparse.Namespace, figures: Figures) -> None:
             for page in ("case", "case-lead"):
                 for floor in ("floor", "floor50"):
                     pairs = list(zip(pages[(page, clients)], pages[(floor, clients)], strict=True))
-                    ratios = [c.p50_ms / f.p50_ms for c, f in pairs]
-                    p95 = [c.p95_ms / f.p95_ms for c, f in pairs]
+                    ratios = [ratio(c.p50_ms, f.p50_ms) for c, f in pairs]
+                    p95 = [ratio(c.p95_ms, f.p95_ms) for c, f in pairs]
                     print(
                         f"{page:9} / {names[floor]:30} at {clients} clients: p50 × "
                         f"{median(ratios):.2f}  p95 × {median(p95):.2f}  (per repetition: "
                         f"{', '.join(f'{r:.2f}' for r in ratios)})"
                     )
         for clients in args.clients:
-            ratio = median(
+            times = median(
                 [
-                    c.p50_ms / f.p50_ms
+                    ratio(c.p50_ms, f.p50_ms)
                     for c, f in zip(
                         pages[("case", clients)], pages[("floor", clients)], strict=True
                     )
                 ]
             )
             targets.append(
-                f"  case page p50 ≤ 2× floor at {clients} clients: × {ratio:.2f} → "
-                f"{'met' if ratio <= 2 else 'NOT met'}"
+                f"  case page p50 ≤ 2× floor at {clients} clients: × {times:.2f} → "
+                f"{'met' if times <= 2 else 'NOT met'}"
             )
     if saves:
         save_kb = figures.sizes["save"] / 1000
@@ -296,11 +303,11 @@ def report(args: argparse.Namespace, figures: Figures) -> None:
             for scenario in SCENARIOS:
                 key = (scenario, clients)
                 pairs = list(zip(saves[key], figures.floor_saves[key], strict=True))
-                ratios = [c.p50_ms / f.p50_ms for c, f in pairs]
+                ratios = [ratio(c.p50_ms, f.p50_ms) for c, f in pairs]
                 print(
                     f"verdict save / floor save, {scenario:6} at {clients} clients: p50 × "
                     f"{median(ratios):.2f}  saves/s × "
-                    f"{median([c.per_second / f.per_second for c, f in pairs]):.2f}"
+                    f"{median([ratio(c.per_second, f.per_second) for c, f in pairs]):.2f}"
                     f"  (p50 per repetition: {', '.join(f'{r:.2f}' for r in ratios)})"
                 )
         for clients in args.clients:

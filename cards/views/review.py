@@ -113,6 +113,13 @@ def _joined(errors: dict[str, list[str]]) -> str:
     return " ".join(message for messages_ in errors.values() for message in messages_)
 
 
+def _refused(exc: StaleCard | ValidationError) -> tuple[int, str]:
+    """The status and message of a refused claim change: 409 when the card is stale."""
+    if isinstance(exc, StaleCard):
+        return 409, str(exc)
+    return 400, _joined(_errors(exc))
+
+
 # --- suggestions -------------------------------------------------------------------------------
 
 
@@ -501,10 +508,8 @@ def claim_change(
                 citations=data["citations"],
                 withdrawn=data["withdrawn"],
             )
-        except StaleCard as exc:
-            status, message = 409, str(exc)
-        except ValidationError as exc:
-            status, message = 400, _joined(_errors(exc))
+        except (StaleCard, ValidationError) as exc:
+            status, message = _refused(exc)
     else:
         status, message = 400, _joined(form.errors)
     return _card_answer(request, page, key, status, message, revision, action="revise")
@@ -528,10 +533,8 @@ def claim_attach(
                 claim=card.claim, author=request.user, seen_claim_seq=seen,
                 ref=request.POST.get("ref", ""),
             )  # fmt: skip
-        except StaleCard as exc:
-            status, message = 409, str(exc)
-        except ValidationError as exc:
-            status, message = 400, _joined(_errors(exc))
+        except (StaleCard, ValidationError) as exc:
+            status, message = _refused(exc)
     return _card_answer(request, page, key, status, message, revision, action="attach")
 
 
