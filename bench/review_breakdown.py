@@ -90,7 +90,7 @@ def breakdown(pg: Postgres, fixture: Fixture, profile: bool) -> None:
 
     from cards.selectors import review_page
     from cards.services.verdicts import verdict_save
-    from cards.views import review as views
+    from cards.views import review_context as views
     from evidence.access import membership_for
     from replay.selectors import run_for_project
 
@@ -114,7 +114,7 @@ def breakdown(pg: Postgres, fixture: Fixture, profile: bool) -> None:
     membership = membership_for(user=user, slug=SLUG)
     run = run_for_project(project=membership.project, run_id=RUN_ID)
     page = review_page(run=run, case_id=CASE_ID, membership=membership)
-    context = views._context(page)
+    context = views.page_context(page)
     split = {
         "whole request through the middleware": median_ms(lambda: client.get(case_path()), runs),
         "membership_for + run_for_project": median_ms(
@@ -126,7 +126,7 @@ def breakdown(pg: Postgres, fixture: Fixture, profile: bool) -> None:
         "review_page (selector)": median_ms(
             lambda: review_page(run=run, case_id=CASE_ID, membership=membership), runs
         ),
-        "_context (one VerdictForm per card)": median_ms(lambda: views._context(page), runs),
+        "page_context (a form per card)": median_ms(lambda: views.page_context(page), runs),
         "render cards/review.html": median_ms(
             lambda: render_to_string("cards/review.html", context, request), runs
         ),
@@ -203,12 +203,12 @@ def breakdown(pg: Postgres, fixture: Fixture, profile: bool) -> None:
         extra = {
             "forms": {}, "card": card, "card_message": None, "card_message_key": card.claim.key,
         }  # fmt: skip
-        swap = views._context(after, **extra)
+        swap = views.page_context(after, **extra)
         request.htmx = True
         split |= {
             "_page: membership + run + review_page": median_ms(fresh_page, runs),
             "_context: a VerdictForm for each of the 30 cards": median_ms(
-                lambda: views._context(after, **extra), runs
+                lambda: views.page_context(after, **extra), runs
             ),
             "render cards/review.html#card-swap (one card + the answer)": median_ms(
                 lambda: render_to_string("cards/review.html#card-swap", swap, request), runs

@@ -1,17 +1,18 @@
-"""Reads of the cards app: the case review page, queues and disagreements."""
+"""Reads of the case review page: the page, one card, the refs a claim may cite.
+
+The suggested split is in `cards.suggestions`; a lead's reads (assignments,
+disagreements, the imported annotators offered) in `cards.oversight`."""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from django.db.models import Exists, OuterRef, Prefetch
+from django.db.models import Prefetch
 from django.http import Http404
 
-from cards.annotators import Roster
 from cards.blind import Sighted, hidden_from, sightings
-from cards.models import Assignment, Claim, ClaimRevision, Origin, VerdictRevision
+from cards.models import Claim, ClaimRevision, Origin, VerdictRevision
 from cards.prechecks import (
     ClaimFacts,
     PassageFacts,
@@ -20,9 +21,9 @@ from cards.prechecks import (
     prechecks,
 )
 from cards.progress import latest_review_complete
-from cards.rules import masked, refs_for_spans, sentences
-from cards.verdicts import Source, is_informed, newest_labels
+from cards.rules import refs_for_spans
 from cards.verdicts import current as current_verdict
+from cards.verdicts import is_informed, newest_labels
 from evidence.drift import drifted_from
 from evidence.models import Membership, Passage
 from replay.models import Citation, Response, Retrieval, Run
@@ -435,192 +436,3 @@ def answer_pieces(
             )
         )
     return pieces, unplaced
-
-
-CONJUNCTION = re.compile(r",?\s+(?:and|but|while|whereas)\s+|;\s+", re.IGNORECASE)
-
-
-@dataclass(frozen=True)
-class Suggestion:
-    spans: list[tuple[int, int]]
-    text: str
-    parts: list[Suggestion] = field(default_factory=list)
-
-
-def suggest_claims(text: str, marker_spans: list[tuple[int, int]]) -> list[Suggestion]:
-    """Sentences of the answer (markers left out), each with its split at conjunctions."""
-    plain = masked(text, marker_spans)
-    suggestions = []
-    for start, end in sentences(text, marker_spans):
-        suggestions.extend(_sentence(plain, start, end))
-    return suggestions
-
-
-def _trimmed(plain: str, start: int, end: int) -> tuple[int, int]:
-    while start < end and (plain[start].isspace() or plain[start] == "\0"):
-        start += 1
-    while end > start and (plain[end - 1].isspace() or plain[end - 1] == "\0"):
-        end -= 1
-    return start, end
-
-
-def _clean(plain: str, start: int, end: int) -> str:
-    text = re.sub(r"\s+", " ", plain[start:end].replace("\0", "")).strip()
-    return re.sub(r"\s+([.,;:!?])", r"\1", text)  # "80 °C [D1]." → "80 °C."
-
-
-def _sentence(plain: str, start: int, end: int) -> list[Suggestion]:
-    start, end = _trimmed(plain, start, end)
-    if start >= end or not _clean(plain, start, end):
-        return []
-    parts = []
-    cursor = start
-    for match in CONJUNCTION.finditer(plain, start, end):
-        a, b = _trimmed(plain, cursor, match.start())
-        if len(plain[a:b].split()) >= 3:
-            parts.append(Suggestion([(a, b)], _clean(plain, a, b)))
-            cursor = match.end()
-    if parts:
-        a, b = _trimmed(plain, cursor, end)
-        if len(plain[a:b].split()) >= 2:
-            parts.append(Suggestion([(a, b)], _clean(plain, a, b)))
-        else:
-            parts = []
-    return [Suggestion([(start, end)], _clean(plain, start, end), parts if len(parts) > 1 else [])]
-
-
-@dataclass
-class SuggestedClaim:
-    """A suggestion as the review page offers it: a sentence, or a part of one."""
-
-    number: str  # "2", or "1.2" for the second part of the first sentence
-    text: str
-    spans: str  # as the form sends it, "0-131"
-    taken: str = ""  # the key of a current claim that covers it already
-    error: str = ""  # why accepting it was refused
-    parts: list[SuggestedClaim] = field(default_factory=list)
-
-    @property
-    def is_part(self) -> bool:
-        return "." in self.number
-
-    @property
-    def label(self) -> str:
-        if self.is_part:
-            sentence, part = self.number.split(".", 1)
-            return f"Part {part} of suggestion {sentence}"
-        return f"Suggested claim {self.number}"
-
-    @property
-    def button(self) -> str:
-        if self.is_part:
-            sentence, part = self.number.split(".", 1)
-            return f"Accept part {part} of suggestion {sentence}"
-        return f"Accept suggestion {self.number}"
-
-
-def suggestions_for(*, page: ReviewPage) -> list[SuggestedClaim]:
-    """The suggested split of the page's answer, each marked with a claim that covers it.
-
-    A suggestion is taken by a current claim whose spans contain every span of it. One
-    query (the markers).
-    """
-    response = page.response
-    markers = [(c.start, c.end) for c in response.citations.all() if c.start is not None]
-    claimed = [(card.claim.key, card.revision.spans) for card in page.cards if not card.withdrawn]
-
-    def taken(spans) -> str:
-        for key, claim_spans in claimed:
-            if all(any(s <= a and b <= e for s, e in claim_spans) for a, b in spans):
-                return key
-        return ""
-
-    def value(spans) -> str:
-        return ",".join(f"{a}-{b}" for a, b in spans)
-
-    rows = []
-    for n, suggestion in enumerate(suggest_claims(response.text, markers), start=1):
-        row = SuggestedClaim(
-            str(n), suggestion.text, value(suggestion.spans), taken(suggestion.spans)
-        )
-        row.parts = [
-            SuggestedClaim(f"{n}.{m}", part.text, value(part.spans), taken(part.spans))
-            for m, part in enumerate(suggestion.parts, start=1)
-        ]
-        rows.append(row)
-    return rows
-
-
-def assignments_for_run(*, run: Run) -> dict[int, list[str]]:
-    result: dict[int, list[str]] = {}
-    for response_id, username in Assignment.objects.filter(response__run=run).values_list(
-        "response_id", "reviewer__username"
-    ):
-        result.setdefault(response_id, []).append(username)
-    return result
-
-
-@dataclass
-class Disagreement:
-    claim: Claim
-    revision: ClaimRevision
-    verdicts: list[VerdictRevision]  # the label of each annotator (a namesake is another)
-    adjudication: VerdictRevision | None
-
-
-def disagreements(*, run: Run) -> list[Disagreement]:
-    """Claims whose annotators' labels (cards.verdicts.newest_labels: in a blind project, their
-    blind verdicts) differ in support, in a fixed number of queries."""
-    claims = (
-        Claim.objects.filter(response__run=run)
-        .select_related("response__case")
-        .prefetch_related(
-            Prefetch("revisions", queryset=ClaimRevision.objects.order_by("-seq")),
-            Prefetch("verdicts", queryset=VerdictRevision.objects.order_by("-seq")),
-        )
-        .order_by("response__position", "position")
-    )
-    clock = sightings(run=run)
-    found = []
-    for claim in claims:
-        verdicts = claim.verdicts.all()
-        labels = newest_labels(verdicts, sighted=clock.of(claim.response_id))
-        if len({v.support for v in labels.values()}) > 1:
-            revision = claim.revisions.all()[0]
-            if not revision.withdrawn:
-                adjudication = next((v for v in verdicts if v.origin == Origin.ADJUDICATION), None)
-                found.append(Disagreement(claim, revision, list(labels.values()), adjudication))
-    return found
-
-
-@dataclass(frozen=True)
-class ImportedOffer:
-    """Runs in which no local reviewer judged anything, and the imported annotators to read
-    instead: the default verdicts would count every claim of those runs as unreviewed."""
-
-    runs: list[str]  # run ids, in the order asked
-    annotators: list[tuple[str, str]]  # (name as shown, source label), one link each
-
-
-def imported_offer(*, runs: list[Run], roster: Roster, source: Source) -> ImportedOffer | None:
-    """What to offer when the default source finds no verdict in some of these runs.
-
-    None unless the default source is chosen and one of the runs has no local verdict (a
-    reviewer's or an adjudication). One query, an EXISTS per run.
-    """
-    if source.mode != "default":
-        return None
-    local = VerdictRevision.objects.filter(
-        claim__response__run=OuterRef("pk"), origin__in=[Origin.REVIEW, Origin.ADJUDICATION]
-    )
-    judged = dict(
-        Run.objects.filter(pk__in=[run.pk for run in runs])
-        .annotate(judged=Exists(local))
-        .values_list("pk", "judged")
-    )
-    empty = [run.run_id for run in runs if not judged.get(run.pk)]
-    if not empty:
-        return None
-    imported = [a for a in roster.annotators if a.imported]
-    annotators = [(roster.name(a), Source.of(a, roster=roster).label) for a in imported]
-    return ImportedOffer(empty, annotators)

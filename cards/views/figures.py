@@ -22,7 +22,7 @@ from cards.dashboard import (
     verdict_counts,
 )
 from cards.metrics import Source, run_metrics
-from cards.selectors import imported_offer
+from cards.oversight import imported_offer
 from cards.verdicts import LABELS
 from evidence.access import membership_for
 from evidence.http import HtmxHttpRequest

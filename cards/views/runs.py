@@ -10,8 +10,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from cards.blind import run_unblinded
 from cards.drift import drifted_refs
+from cards.oversight import assignments_for_run, disagreements
 from cards.progress import responses_for_run, runs_for_project
-from cards.selectors import assignments_for_run, disagreements
 from cards.services.assignments import assignment_deal, assignment_set
 from cards.views.lead import lead_run_action
 from evidence.access import membership_for

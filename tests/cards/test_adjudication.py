@@ -7,7 +7,7 @@ from django.core.exceptions import PermissionDenied
 from django.urls import reverse
 
 from cards.models import Claim, Origin, VerdictRevision
-from cards.selectors import disagreements
+from cards.oversight import disagreements
 from cards.services.claims import claim_revise
 from cards.services.guards import StaleCard
 from replay.models import Run

@@ -24,7 +24,7 @@ from django.urls import reverse
 from cards.agreement import run_agreement
 from cards.annotators import Annotator, Roster
 from cards.models import Claim, Origin
-from cards.selectors import disagreements
+from cards.oversight import disagreements
 from replay.models import Run
 from tests.cards.conftest import judge
 from tests.conftest import FIXTURES, import_bytes

@@ -11,7 +11,7 @@ from cards.agreement import run_agreement
 from cards.blind import sightings
 from cards.metrics import Source, run_metrics
 from cards.models import Claim, ResponseReview
-from cards.selectors import disagreements
+from cards.oversight import disagreements
 from cards.services.claims import claim_create
 from cards.services.reviews import response_mark_complete, unblinding_create
 from cards.verdicts import newest_labels

@@ -7,7 +7,7 @@ import re
 import pytest
 from django.core.cache import cache
 
-from cards.services import claim_revise
+from cards.services.claims import claim_revise
 from tests.cards.conftest import case_url, judge, page_for
 
 HTMX = {"HTTP_HX_REQUEST": "true"}

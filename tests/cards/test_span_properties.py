@@ -14,8 +14,9 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cards.prechecks import numbers_in, without_spans
-from cards.selectors import answer_pieces, suggest_claims
+from cards.selectors import answer_pieces
 from cards.services.claims import citations_within
+from cards.suggestions import suggest_claims
 
 # Letters, digits, blanks and punctuation (Unicode category P, as `_filler` reads it).
 PROSE = st.text(alphabet="ab c1.5,;:!?()\n–", max_size=12)

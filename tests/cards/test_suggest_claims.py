@@ -6,7 +6,7 @@ import re
 
 import pytest
 
-from cards.selectors import suggest_claims
+from cards.suggestions import suggest_claims
 from replay.models import Response
 
 MARKER = re.compile(r"\[[^\]]{1,20}\]")

@@ -1,0 +1,95 @@
+"""The case page's fragment cache: compact cards and the passages section, each keyed by
+the hashes of what it shows (append-only rows sealed by SHA-256: never stale)."""
+
+from __future__ import annotations
+
+import functools
+import hashlib
+
+from django.core.cache import cache
+from django.template.loader import get_template, render_to_string
+from django.utils.safestring import mark_safe
+
+from cards.selectors import (
+    Card,
+)
+
+
+@functools.cache
+def _template_version() -> str:
+    """The page template's own hash: a deploy that changes a card never serves an old one."""
+    source = get_template("cards/review.html").template.source
+    return hashlib.sha256(source.encode()).hexdigest()[:12]
+
+
+def _digest(kind: str, *parts) -> str:
+    return f"{kind}:" + hashlib.sha256(repr((_template_version(), *parts)).encode()).hexdigest()
+
+
+def _compact_key(card: Card, context: dict) -> str:
+    """Everything a compact card shows, by the hashes of its sealed revisions, and its URLs.
+
+    Revisions are append-only and each is sealed by a SHA-256 of its content: a new claim
+    or verdict revision makes a new key, so nothing is ever stale (ids could be reused by
+    a database rebuilt, hashes could not). What blind review hides never reaches the key.
+    """
+
+    def sha(row) -> str | None:
+        return row.sha256 if row is not None else None
+
+    response = context["response"]
+    return _digest(
+        "review-card", context["project"].slug, response.run.run_id, response.case.case_id,
+        card.claim.key, sha(card.revision), sha(card.current), sha(card.mine),
+        sha(card.mine_adjudication), tuple(v.sha256 for v in card.others), card.disagree,
+        card.blind, tuple(card.hints), tuple(card.rereview),
+    )  # fmt: skip
+
+
+def compact_cards(context: dict) -> dict:
+    """Render the page's compact cards, each from the cache when what it shows is unchanged.
+
+    Thirty compact cards were half the time of the case page; most are unchanged from
+    one load to the next. The whole card is never cached (forms carry a CSRF token).
+    """
+    compact = [card for card in context["page"].cards if not card.full]
+    keys = {card.claim.pk: _compact_key(card, context) for card in compact}
+    found = cache.get_many(keys.values())
+    fresh = {}
+    for card in compact:
+        key = keys[card.claim.pk]
+        if key not in found:
+            found[key] = fresh[key] = render_to_string(
+                "cards/review.html#card", {**context, "card": card}
+            )
+        card.html = mark_safe(found[key])  # our template's own output, escaped there
+    cache.set_many(fresh, timeout=24 * 3600)
+    return context
+
+
+def _shown(passage) -> tuple:
+    """What the page shows of a passage, beside its text (which its hash stands for)."""
+    return (
+        passage.ref, passage.sha256, passage.version_status, passage.superseded_by,
+        passage.title, passage.url,
+    )  # fmt: skip
+
+
+def passages_section(context: dict) -> dict:
+    """The page's retrieved passages (20 of 2 KB in a large case), from the cache.
+
+    Keyed by what the section shows: each passage by its hash, its rank and score, and
+    the refs that badge it.
+    """
+    page = context["page"]
+    key = _digest(
+        "review-passages", [(r.rank, r.score, *_shown(r.passage)) for r in page.retrieved],
+        [_shown(p) for p in page.cited_only], sorted(page.cited_refs),
+        sorted(page.relevant_refs), sorted(page.expected_refs),
+    )  # fmt: skip
+    html = cache.get(key)
+    if html is None:
+        html = render_to_string("cards/review.html#passages", context)
+        cache.set(key, html, timeout=24 * 3600)
+    context["passages_html"] = mark_safe(html)  # our template's own output, escaped there
+    return context
