@@ -11,7 +11,7 @@ from cards.annotators import roster_of
 from cards.blind import require_unblinded
 from cards.metrics import Source
 from cards.models import Diagnosis
-from cards.selectors import imported_offer
+from cards.oversight import imported_offer
 from compare.comparison import compare_runs_cached
 from compare.rows import filter_pairs, metadata_rows, pair_rows, summary_band
 from evidence.access import membership_for
