@@ -204,12 +204,21 @@ def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
     """Tests that start from the same prepared data run one after another.
 
     pytest-django has put the tests rolled back to an empty database first, then
-    those that flush it, then those that use none (the browser's among them: its
-    event loop would make Django refuse synchronous queries). The tests of each kind
-    of prepared data go at the end of the first part, each kind in collected order.
+    those that flush it, then those that use none; the browser's go last (their
+    event loop would make Django refuse synchronous queries in any test after them).
+    The tests of each kind of prepared data go at the end of the first part, each
+    kind in collected order.
     """
     order = [(), *PREPARED.values()]
-    items.sort(key=lambda item: (not rolled_back(item), order.index(prepared_for(item))))
+    items.sort(
+        key=lambda item: (
+            # Last of all: once Playwright's event loop runs in a process (each xdist
+            # worker's too), Django refuses synchronous queries there.
+            item.get_closest_marker("browser") is not None,
+            not rolled_back(item),
+            order.index(prepared_for(item)),
+        )
+    )
 
 
 @pytest.fixture(scope="session", autouse=True)

@@ -14,7 +14,7 @@ ADMIN_LINK = f'href="{reverse("admin:index")}"'
 
 @pytest.mark.parametrize("persona", ["reviewer", "lead"])
 def test_a_project_role_is_offered_no_admin_link_and_the_admin_refuses_it(
-    client, request, persona
+    client, db, request, persona
 ):
     client.force_login(request.getfixturevalue(persona))
     assert ADMIN_LINK not in client.get(reverse("home")).content.decode()
