@@ -217,6 +217,16 @@ CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 FILE_UPLOAD_MAX_MEMORY_SIZE = 2 * 1024 * 1024
 BUNDLE_UPLOAD_MAX_BYTES = env_int("BUNDLE_UPLOAD_MAX_BYTES", 512 * 1024 * 1024)
 
+# Audit anchors (docs/security.md, "Anchors outside the database"): every package's id and
+# chain heads are signed with a key the database does not hold (HMAC-SHA256) and appended to
+# one file per project under AUDIT_ANCHOR_DIR, so an export refuses a chain that a table
+# owner truncated, shortened or edited and re-sealed. AUDIT_SIGNING_KEY (the key itself) or
+# AUDIT_SIGNING_KEY_FILE (a file holding it); with neither, development gets a key generated
+# once in var/audit-signing.key. Production sets the file and a directory of its own.
+AUDIT_SIGNING_KEY = os.environ.get("AUDIT_SIGNING_KEY", "")
+AUDIT_SIGNING_KEY_FILE = os.environ.get("AUDIT_SIGNING_KEY_FILE", "")
+AUDIT_ANCHOR_DIR = os.environ.get("AUDIT_ANCHOR_DIR", "") or str(BASE_DIR / "var" / "anchors")
+
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
