@@ -332,3 +332,25 @@ def test_the_verifier_reads_the_key_with_the_standard_library_only(package, key_
     )  # fmt: skip
     assert done.returncode == 0, done
     assert ROOT.name not in done.stderr
+
+
+def test_with_no_key_configured_development_gets_one_generated_once(
+    demo_runs, tmp_path, monkeypatch
+):
+    key_path = tmp_path / "var" / "audit-signing.key"
+    monkeypatch.setattr("audit.anchors.DEFAULT_KEY_FILE", key_path)
+    with override_settings(AUDIT_SIGNING_KEY="", AUDIT_SIGNING_KEY_FILE=""):
+        export("--run", "q017-r1", out=tmp_path / "one.zip")
+        key = key_path.read_bytes()
+        export("--run", "q017-r1", out=tmp_path / "two.zip")
+    assert key_path.read_bytes() == key
+    assert len(key.strip()) == 64
+    assert key_path.stat().st_mode & 0o777 == 0o600
+    assert (tmp_path / "one.zip").read_bytes() == (tmp_path / "two.zip").read_bytes()
+    done = run_verify_key(tmp_path / "one.zip", key_path)
+    assert done.stdout.endswith("anchor signature valid\n"), done
+
+
+def run_verify_key(package, key_path):
+    (package.parent / "verify.py").write_bytes(members(package)["verify.py"])
+    return run_verify(package.parent / "verify.py", package, "--key", str(key_path))
