@@ -23,6 +23,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
+from audit.anchors import anchor_document, anchors_check, signing_key
 from audit.card_rows import card_rows, cards_and_csv, spooled
 from audit.figures import comparison, metrics_chunks
 from audit.fixture_rows import case_rows, collect_claim_passages, passage_rows
@@ -41,9 +42,15 @@ HERE = Path(__file__).resolve().parent
 def export_stream(package: Package, out: IO[bytes] | None = None) -> Iterator[bytes]:
     """Write the package; yields zip bytes as they are made (or writes them to `out`).
 
-    When it ends, `package.package_id` is the package's id; an AuditExportError leaves
-    a zip without manifest, which cannot pass verification.
+    First the anchors of earlier exports are checked (audit.anchors). When it ends,
+    `package.package_id` is the package's id and the zip's last members are manifest.json
+    and anchor.json (the id and chain heads, signed); an AuditExportError leaves a zip
+    without manifest, which cannot pass verification.
     """
+    if not package.anchors_checked:
+        anchors_check(package=package)
+        package.anchors_checked = True
+    key = signing_key()  # before any byte: a missing key is a configuration error, not a cut
     zip_stream = ZipStream(out)
     try:
         yield from _members(package, zip_stream)
@@ -56,7 +63,10 @@ def export_stream(package: Package, out: IO[bytes] | None = None) -> Iterator[by
         traceback.clear_frames(exc.__traceback__)
         raise
     package.package_id = hashlib.sha256(package.manifest_bytes).hexdigest()
-    if data := zip_stream.close("manifest.json", package.manifest_bytes):
+    anchor = line(anchor_document(package=package, key=key))
+    if data := zip_stream.close(
+        ("manifest.json", package.manifest_bytes), ("anchor.json", anchor)
+    ):
         yield data
 
 

@@ -36,8 +36,10 @@ README = """Evidence Review audit package (evidence-audit/1)
 What is here
   manifest.json               every other file with its size and SHA-256, the chain heads,
                               and missing[]: what the application did not have
+  anchor.json                 the package id and chain heads, signed (HMAC-SHA256) with the
+                              exporting site's audit key, which the database does not hold
   verify.py                   checks all of it with the Python standard library:
-                                python3 verify.py THIS.zip [--id PACKAGE_ID]
+                                python3 verify.py THIS.zip [--id PACKAGE_ID] [--key KEYFILE]
   schema/                     the bundle format the runs came in; the shape of card rows
   fixture/cases.jsonl         each case: query, required facts, relevant refs, known gaps
   fixture/passages.jsonl      every passage an exported response retrieved or cited, as imported
@@ -64,7 +66,8 @@ What verify.py proves, and what it does not
   matches its hash and that every revision chain is intact. A verdict is a person's
   judgement on the visible evidence, not a guarantee of truth. A package rebuilt whole,
   hashes included, is detected only against the package id (the SHA-256 of manifest.json)
-  recorded when it was exported: pass it with --id.
+  recorded when it was exported: pass it with --id, or against the signature of
+  anchor.json: pass the audit key's file with --key (whoever holds the key can sign).
 """
 
 CARDS_SCHEMA = {

@@ -40,3 +40,5 @@ class Package:
     # Known once the manifest is written:
     package_id: str = ""
     manifest_bytes: bytes = b""
+    # Set once the anchors were checked (audit.anchors): the view checks before it streams.
+    anchors_checked: bool = False

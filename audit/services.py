@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from django.contrib.auth.models import AbstractBaseUser
 
+from audit.anchors import anchor_append
 from audit.models import AuditExport
 from audit.package import Package
 from cards.annotators import roster_of
@@ -45,11 +46,14 @@ def audit_package(
 
 
 def audit_record(*, package: Package, user: AbstractBaseUser | None) -> AuditExport:
-    """Keep the package id: the one thing that detects a package forged whole later."""
-    return AuditExport.objects.create(
+    """Keep the package id (the one thing that detects a package forged whole later) in the
+    database, and its signed anchor outside it (audit.anchors)."""
+    record = AuditExport.objects.create(
         project=package.project,
         package_id=package.package_id,
         runs=[run.run_id for run in package.runs],
         compare=[r.run_id for r in package.compare] if package.compare else [],
         exported_by=user if user is not None and user.pk else None,
     )
+    anchor_append(package=package)
+    return record

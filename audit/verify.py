@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Verify an Evidence Review audit package (evidence-audit/1) with the standard library only.
 
-    python verify.py PACKAGE.zip [--id PACKAGE_ID]
+    python verify.py PACKAGE.zip [--id PACKAGE_ID] [--key KEYFILE]
 
 Exit status 0 and `OK …` when every check passes; 1 and the first failure as
 `FAIL file[:line]: check: detail` otherwise; 2 for wrong usage. Checks, in order:
@@ -17,7 +17,10 @@ SHA-256 against its content and the chain of `prev_sha256` links of each claim
 passage file; every chain head against the manifest; no cell of cards.csv that a
 spreadsheet would run as a formula. With `--id`, the SHA-256 of manifest.json must
 equal the package id recorded at export: only that detects a package forged whole,
-hashes included.
+hashes included. anchor.json, when present, must name this manifest's SHA-256 and its
+chain heads; with `--key`, its HMAC-SHA256 must match under the key in KEYFILE (the
+file's bytes, surrounding whitespace stripped): a package whose chains were re-sealed
+in the database cannot carry a valid anchor without the key.
 
 The package is hostile input: nothing is read whole, nothing is extracted, and
 every size the zip or the manifest declares is bounded before it is believed.
@@ -29,6 +32,7 @@ import argparse
 import collections
 import csv
 import hashlib
+import hmac
 import json
 import re
 import struct
@@ -36,6 +40,8 @@ import sys
 import zipfile
 
 FORMAT = "evidence-audit/1"
+ANCHOR_FORMAT = "evidence-audit-anchor/1"
+UNLISTED = ("manifest.json", "anchor.json")  # written after the manifest, so not in it
 # Bounds far above any package the application exports (docs/audit.md, "Limits"):
 # a package over them is refused in seconds rather than read for minutes.
 MAX_FILES = 10_000  # members of the zip, entries of the manifest's `files`
@@ -243,12 +249,14 @@ def end_record(file) -> tuple[int, int]:
     return entries, directory
 
 
-def verify(path: str, package_id: str | None = None) -> dict[str, int]:
-    counts = {"files": 0, "passages": 0, "revisions": 0, "chains": 0, "cards": 0}
+def verify(
+    path: str, package_id: str | None = None, signing_key: bytes | None = None
+) -> dict[str, int]:
+    counts = {"files": 0, "passages": 0, "revisions": 0, "chains": 0, "cards": 0, "signed": 0}
     try:
         with open(path, "rb") as file:
             entries, directory = end_record(file)
-        if entries > MAX_FILES + 1:
+        if entries > MAX_FILES + len(UNLISTED):
             raise Failure(path, "too many entries", f"{entries}, a package holds {MAX_FILES}")
         if directory > MAX_DIRECTORY_BYTES:
             raise Failure(
@@ -263,7 +271,7 @@ def verify(path: str, package_id: str | None = None) -> dict[str, int]:
         raise Failure(path, "not a readable zip file", f"{type(exc).__name__}: {exc}") from None
     with archive:
         infos = archive.infolist()
-        if len(infos) > MAX_FILES + 1:
+        if len(infos) > MAX_FILES + len(UNLISTED):
             raise Failure(path, "too many entries", f"{len(infos)}, a package holds {MAX_FILES}")
         seen = collections.Counter(info.filename for info in infos)
         repeated = sorted(name for name, count in seen.items() if count > 1)
@@ -275,25 +283,17 @@ def verify(path: str, package_id: str | None = None) -> dict[str, int]:
         members = {info.filename: info for info in infos}
         if "manifest.json" not in members:
             raise Failure("manifest.json", "missing from the package")
-        manifest_bytes = read_manifest(archive, members["manifest.json"])
+        manifest_bytes = read_manifest(archive, members["manifest.json"], "manifest.json")
         if package_id and sha256(manifest_bytes) != package_id:
             raise Failure(
                 "manifest.json", "package id", "its SHA-256 is not the id recorded at export"
             )
-        try:
-            manifest = json.loads(manifest_bytes)
-        except ValueError as exc:
-            raise Failure("manifest.json", "not JSON", str(exc)) from None
-        if canonical(manifest) + b"\n" != manifest_bytes:
-            raise Failure("manifest.json", "not in canonical form (a byte was changed)")
-        body = {k: v for k, v in manifest.items() if k != "manifest_sha256"}
-        if manifest.get("manifest_sha256") != sha256(canonical(body)):
-            raise Failure("manifest.json", "manifest_sha256 does not match the manifest")
+        manifest = self_sealed("manifest.json", manifest_bytes, "manifest_sha256")
         if manifest.get("format") != FORMAT:
             raise Failure("manifest.json", "format", f"expected {FORMAT}")
         listed = listed_files(manifest)
         for name in members:
-            if name != "manifest.json" and name not in listed:
+            if name not in UNLISTED and name not in listed:
                 raise Failure(name, "file not listed in the manifest (added?)")
         for name in listed:
             if name not in members:
@@ -378,14 +378,56 @@ def verify(path: str, package_id: str | None = None) -> dict[str, int]:
                     )
             counts["cards"] += 1
         check_csv(archive, "cards/cards.csv")
+        if "anchor.json" in members:
+            check_anchor(read_manifest(archive, members["anchor.json"], "anchor.json"),
+                         manifest, manifest_bytes, signing_key)  # fmt: skip
+            counts["files"] += 1
+            counts["signed"] = int(signing_key is not None)
+        elif signing_key is not None:
+            raise Failure("anchor.json", "missing from the package", "nothing to check the key on")
     return counts
 
 
-def read_manifest(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
-    """manifest.json, read whole only once its size is known to be bounded."""
+def self_sealed(name: str, data: bytes, seal: str) -> dict:
+    """A JSON object in canonical form whose field `seal` is the SHA-256 of the rest."""
+    try:
+        document = json.loads(data)
+    except ValueError as exc:
+        raise Failure(name, "not JSON", str(exc)) from None
+    if not isinstance(document, dict) or canonical(document) + b"\n" != data:
+        raise Failure(name, "not in canonical form (a byte was changed)")
+    body = {k: v for k, v in document.items() if k != seal}
+    if document.get(seal) != sha256(canonical(body)):
+        raise Failure(name, f"{seal} does not match the {name.removesuffix('.json')}")
+    return document
+
+
+def check_anchor(data: bytes, manifest: dict, manifest_bytes: bytes, key: bytes | None) -> None:
+    """anchor.json names this manifest and its heads; with a key, its signature matches."""
+    anchor = self_sealed("anchor.json", data, "anchor_sha256")
+    if anchor.get("format") != ANCHOR_FORMAT:
+        raise Failure("anchor.json", "format", f"expected {ANCHOR_FORMAT}")
+    if anchor.get("package_id") != sha256(manifest_bytes):
+        raise Failure("anchor.json", "package id", "not the SHA-256 of this manifest.json")
+    if anchor.get("project") != manifest.get("project"):
+        raise Failure("anchor.json", "project", "not the manifest's project")
+    if anchor.get("chain_heads") != manifest.get("chain_heads"):
+        raise Failure("anchor.json", "chain heads", "not the manifest's chain heads")
+    if key is None:
+        return
+    if anchor.get("key_id") != hashlib.sha256(b"evidence-audit key id\n" + key).hexdigest()[:16]:
+        raise Failure("anchor.json", "signature", "signed with another key than KEYFILE")
+    body = {k: v for k, v in anchor.items() if k not in ("hmac_sha256", "anchor_sha256")}
+    expected = hmac.new(key, canonical(body), hashlib.sha256).hexdigest()
+    if not hmac.compare_digest(expected, str(anchor.get("hmac_sha256"))):
+        raise Failure("anchor.json", "signature", "HMAC-SHA256 does not match under KEYFILE")
+
+
+def read_manifest(archive: zipfile.ZipFile, info: zipfile.ZipInfo, name: str) -> bytes:
+    """manifest.json (or anchor.json), read whole only once its size is known to be bounded."""
     if info.file_size > MAX_MANIFEST_BYTES:
         raise Failure(
-            "manifest.json",
+            name,
             "too large",
             f"{info.file_size} bytes, the verifier reads at most {MAX_MANIFEST_BYTES}",
         )
@@ -393,9 +435,9 @@ def read_manifest(archive: zipfile.ZipFile, info: zipfile.ZipInfo) -> bytes:
         try:
             data = member.read(MAX_MANIFEST_BYTES + 1)
         except Exception as exc:  # noqa: BLE001
-            raise damaged("manifest.json", exc) from None
+            raise damaged(name, exc) from None
     if len(data) > MAX_MANIFEST_BYTES:
-        raise Failure("manifest.json", "too large", f"over {MAX_MANIFEST_BYTES} bytes")
+        raise Failure(name, "too large", f"over {MAX_MANIFEST_BYTES} bytes")
     return data
 
 
@@ -403,9 +445,13 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description="Verify an Evidence Review audit package.")
     parser.add_argument("package")
     parser.add_argument("--id", help="the package id (manifest SHA-256) recorded at export")
+    parser.add_argument(
+        "--key", metavar="KEYFILE", help="the audit signing key, to check anchor.json"
+    )
     args = parser.parse_args(argv)
     try:
-        counts = verify(args.package, args.id)
+        key = read_key(args.key) if args.key else None
+        counts = verify(args.package, args.id, key)
     except Failure as failure:
         print(f"FAIL {failure}")
         return 1
@@ -415,11 +461,28 @@ def main(argv: list[str] | None = None) -> int:
     except Exception as exc:  # noqa: BLE001 - a damaged package never ends in a traceback
         print(f"FAIL package: cannot be checked: {type(exc).__name__}: {exc}")
         return 1
-    print(
+    print(summary(counts))
+    return 0
+
+
+def read_key(path: str) -> bytes:
+    """The key as the application reads AUDIT_SIGNING_KEY_FILE: surrounding whitespace stripped."""
+    try:
+        with open(path, "rb") as file:
+            key = file.read(4096).strip()
+    except OSError as exc:
+        raise Failure(path, "cannot read the key", exc.strerror or str(exc)) from None
+    if not key:
+        raise Failure(path, "cannot read the key", "the file is empty")
+    return key
+
+
+def summary(counts: dict[str, int]) -> str:
+    return (
         "OK {files} files, {passages} passages, {revisions} revisions in {chains} chains, "
         "{cards} cards checked".format(**counts)
+        + (", anchor signature valid" if counts["signed"] else "")
     )
-    return 0
 
 
 if __name__ == "__main__":

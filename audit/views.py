@@ -9,6 +9,7 @@ from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET
 
+from audit.anchors import anchors_check
 from audit.export import AuditExportError, export_stream
 from audit.models import AuditExport
 from audit.selectors import project_annotators
@@ -37,8 +38,15 @@ def audit_export(request: HtmxHttpRequest, slug: str) -> HttpResponse:
                 compare=compare if all(compare) else None,
                 source=request.GET.get("source"),
             )
+            # Before the download starts: a refusal then comes back as a message, not a cut.
+            anchors_check(package=package)
+            package.anchors_checked = True
         except LookupError as exc:
             messages.error(request, str(exc))
+            return redirect("audit_export", slug)
+        except AuditExportError as exc:
+            logger.warning("audit export of %s refused: %s", slug, exc)
+            messages.error(request, f"Export refused: {exc}")
             return redirect("audit_export", slug)
         return StreamingHttpResponse(
             _streamed(package, request.user),

@@ -91,9 +91,10 @@ class ZipStream:
         if data := self.sink.drain():
             yield data
 
-    def close(self, path: str, data: bytes) -> bytes:
-        """Write the last member (not listed in `entries`) and the central directory."""
-        self.archive.writestr(zip_info(path), data)
+    def close(self, *last: tuple[str, bytes]) -> bytes:
+        """Write the last members (not listed in `entries`) and the central directory."""
+        for path, data in last:
+            self.archive.writestr(zip_info(path), data)
         self.archive.close()
         return self.sink.drain()
 

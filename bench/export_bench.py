@@ -194,7 +194,8 @@ def main() -> None:
     pg = Postgres()
     try:
         with pg.scratch(NAME) as url, tempfile.TemporaryDirectory(prefix="export-bench-") as tmp:
-            env = django_env(url)
+            # The scratch database's anchors go with it: var/anchors would refuse the next run's.
+            env = django_env(url, AUDIT_ANCHOR_DIR=str(Path(tmp) / "anchors"))
             migrate(url)
             imported = run_child(__file__, "--import", str(args.n), str(args.small), env=env)
             log(f"setup: imported both runs in {imported['seconds']:.0f} s")

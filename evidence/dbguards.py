@@ -5,8 +5,8 @@ on PostgreSQL and on SQLite alike. The model layer is not trusted with it:
 raw SQL, a shell session or a future bug must meet the same refusal.
 
 TRUNCATE is not refused on PostgreSQL: it needs the table owner's rights
-(the application's role should not own its tables in production) and it is
-how the test suite resets transactional tests.
+(the application's role owns no table in production: `manage.py pg_roles`,
+docs/security.md) and it is how the test suite resets transactional tests.
 """
 
 from __future__ import annotations

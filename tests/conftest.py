@@ -229,6 +229,27 @@ def fast_password_hashing() -> Iterator[None]:
         yield
 
 
+# The audit signing key of the tests (audit.anchors); each test's anchors go to its own folder,
+# as its database is its own.
+AUDIT_KEY = "test-audit-signing-key-0123456789abcdef"
+
+
+@pytest.fixture(scope="session", autouse=True)
+def audit_signing_key(tmp_path_factory) -> Iterator[None]:
+    # Never the development key and folder of var/. A fixture that exports for a whole module
+    # (its data rolled back) names a folder of its own, as `audit_anchors` does for a test.
+    folder = tmp_path_factory.mktemp("session-anchors")
+    with override_settings(AUDIT_SIGNING_KEY=AUDIT_KEY, AUDIT_ANCHOR_DIR=str(folder)):
+        yield
+
+
+@pytest.fixture(autouse=True)
+def audit_anchors(audit_signing_key, tmp_path_factory) -> Iterator[Path]:
+    folder = tmp_path_factory.mktemp("anchors")
+    with override_settings(AUDIT_ANCHOR_DIR=str(folder)):
+        yield folder
+
+
 @pytest.fixture(scope="session")
 def demo_sqlite(request, tmp_path_factory) -> Path:
     """A SQLite file as `make run` leaves it (migrated, load_demo), for subprocesses to copy.
@@ -264,7 +285,8 @@ def sqlite_env(path: Path) -> dict[str, str]:
     """The environment of a manage.py subprocess on the SQLite file `path`."""
     env = {
         **os.environ, "DATABASE_URL": f"sqlite:///{path}", "DEBUG": "1",
-        "DEMO_PASSWORD": DEMO_PASSWORD,
+        "DEMO_PASSWORD": DEMO_PASSWORD, "AUDIT_SIGNING_KEY": AUDIT_KEY,
+        "AUDIT_ANCHOR_DIR": str(path.parent / "anchors"),
     }  # fmt: skip
     env.pop("PYTEST_VERSION", None)
     return env

@@ -22,6 +22,7 @@ import pytest
 from django.contrib.auth.models import User
 from django.core.management import CommandError, call_command
 from django.db import connection, transaction
+from django.test import override_settings
 
 from cards.services.claims import claim_create, claim_revise
 from cards.services.verdicts import verdict_save
@@ -67,7 +68,8 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture(scope="module")
 def exported(django_db_setup, django_db_blocker, tmp_path_factory) -> Exported:
     folder = tmp_path_factory.mktemp("audit")
-    with django_db_blocker.unblock(), transaction.atomic():
+    anchors = override_settings(AUDIT_ANCHOR_DIR=str(folder / "anchors"))
+    with django_db_blocker.unblock(), transaction.atomic(), anchors:
         name = str(connection.settings_dict["NAME"])
         assert name.startswith("test_") or "memory" in name, f"not a test database: {name}"
         project = project_create(slug="demo", name="Demo")

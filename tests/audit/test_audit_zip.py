@@ -3,7 +3,7 @@
 The helpers here are shared by the other `test_audit_*` modules. `rezip` rebuilds
 a package with the exporter's own settings (the same names in the same order,
 the fixed 1980 timestamp, deflate level 6, made on Unix, mode 0644, written as a
-stream with data descriptors, zip64 for every member but the manifest), so a
+stream with data descriptors, zip64 for every member but the manifest and the anchor), so a
 test changes only the bytes it means to change; the tests of this module prove
 that a package rebuilt unchanged is the exporter's zip byte for byte.
 """
@@ -70,7 +70,7 @@ def rezip(files: dict[str, bytes]) -> bytes:
             info.compress_level = 6
             info.create_system = 3
             info.external_attr = 0o644 << 16
-            if name == "manifest.json":
+            if name in ("manifest.json", "anchor.json"):
                 out.writestr(info, data)
             else:
                 with out.open(info, "w", force_zip64=True) as handle:
@@ -111,6 +111,14 @@ def refit_manifest(files: dict[str, bytes], *, reseal: bool = True, **changes) -
         body = {k: v for k, v in document.items() if k != "manifest_sha256"}
         document["manifest_sha256"] = sha256(canonical_json(body))
     files["manifest.json"] = canonical_json(document) + b"\n"
+    if reseal and "anchor.json" in files:
+        # The anchor names the manifest and its heads: a forger can fix those, not the HMAC.
+        anchor = json.loads(files["anchor.json"])
+        anchor["package_id"] = sha256(files["manifest.json"])
+        anchor["chain_heads"] = document["chain_heads"]
+        body = {k: v for k, v in anchor.items() if k != "anchor_sha256"}
+        anchor["anchor_sha256"] = sha256(canonical_json(body))
+        files["anchor.json"] = canonical_json(anchor) + b"\n"
 
 
 AUDITOR_ENV = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "LANG": "C.UTF-8"}
@@ -190,9 +198,10 @@ def test_every_entry_has_the_fixed_timestamp_deflate_unix_and_mode_0644(demo_run
         assert info.external_attr == 0o644 << 16, info.filename
 
 
-def test_the_manifest_is_the_last_entry_and_in_canonical_form(demo_runs, tmp_path):
+def test_the_manifest_and_its_anchor_are_the_last_entries_in_canonical_form(demo_runs, tmp_path):
     out = tmp_path / "package.zip"
     export(out=out)
     files = members(out)
-    assert list(files)[-1] == "manifest.json"
+    assert list(files)[-2:] == ["manifest.json", "anchor.json"]
+    assert files["anchor.json"] == canonical_json(json.loads(files["anchor.json"])) + b"\n"
     assert files["manifest.json"] == canonical_json(manifest(files)) + b"\n"

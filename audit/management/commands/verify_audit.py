@@ -1,10 +1,10 @@
-"""verify_audit PATH [--id PACKAGE_ID]: the same checks as the package's own verify.py."""
+"""verify_audit PATH [--id PACKAGE_ID] [--key KEYFILE]: the checks of the package's verify.py."""
 
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from audit.verify import Failure, verify
+from audit.verify import Failure, read_key, summary, verify
 
 
 class Command(BaseCommand):
@@ -13,17 +13,18 @@ class Command(BaseCommand):
     def add_arguments(self, parser: CommandParser) -> None:
         parser.add_argument("path")
         parser.add_argument("--id", help="the package id recorded at export")
+        parser.add_argument(
+            "--key", metavar="KEYFILE", help="the signing key, to check anchor.json"
+        )
 
     def handle(self, *args, **options) -> None:
         try:
-            counts = verify(options["path"], options["id"])
+            key = read_key(options["key"]) if options["key"] else None
+            counts = verify(options["path"], options["id"], key)
         except Failure as failure:
             raise CommandError(f"FAIL {failure}") from None
         except (KeyError, TypeError, ValueError) as exc:
             raise CommandError(f"FAIL package: unexpected structure: {exc!r}") from None
         except Exception as exc:  # noqa: BLE001 - a damaged package never ends in a traceback
             raise CommandError(f"FAIL package: cannot be checked: {exc!r}") from None
-        self.stdout.write(
-            "OK {files} files, {passages} passages, {revisions} revisions in {chains} chains, "
-            "{cards} cards checked".format(**counts)
-        )
+        self.stdout.write(summary(counts))
