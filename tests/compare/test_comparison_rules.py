@@ -10,11 +10,14 @@ import itertools
 from datetime import UTC, datetime
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from cards.annotators import Annotator
 from cards.figures import ClaimState, Verdict, response_figures, run_totals
 from cards.models import Claim, Origin
 from cards.services import claim_create, response_mark_complete
+from cards.stats import Proportion
 from cards.verdicts import Source
 
 # The one import of the module under test.
@@ -24,6 +27,7 @@ from compare.comparison import (
     Pair,
     compare_runs,
     compare_runs_cached,
+    comparison_version,
     fact_status,
     match_claims,
 )
@@ -274,6 +278,8 @@ def test_the_difference_is_b_minus_a_and_undefined_when_either_is():
     assert difference["honest_misses"] is None  # a known gap in run a only
     assert difference["citation_precision"] is None  # no judged citation in either run
     document = comparison.as_json()
+    # cli.md: {"run_a", "run_b", "pairs": [{"case_id", "comparable", …}], "left_out", "metrics"}
+    assert document["pairs"] == [pair.as_json() for pair in comparison.pairs]
     assert document["left_out"] == 1
     assert document["metrics"]["pairs"] == 1
     assert document["metrics"]["a"]["support"]["k"] == 1
@@ -340,6 +346,68 @@ def test_a_pair_is_not_comparable_when_a_cited_or_relevant_ref_drifted(
     assert reason == f"passage_drift: {drifted_ref} {old}→{new}"
 
 
+def case_line(lines: list[dict], case_id: str) -> dict:
+    return next(x for x in lines if x["kind"] == "case" and x["case_id"] == case_id)
+
+
+def reword_the_query(lines: list[dict]) -> None:
+    case_line(lines, "case-0")["query"] = "Reworded?"
+
+
+def drop_the_known_gaps(lines: list[dict]) -> None:
+    case_line(lines, "case-0")["known_gaps"] = []
+
+
+def answer_one_case_less(lines: list[dict]) -> None:
+    lines[:] = [x for x in lines if x.get("case_id") != "case-1"]
+
+
+# "A case pair is comparable when: same case expectation (query text, required facts, relevant
+# refs, known gaps) … Every pair that is not comparable says why (`query_changed`,
+# `expectation_changed`, …, `case_missing`)."
+@pytest.mark.parametrize(
+    ("change", "reasons"),
+    [
+        pytest.param(
+            reword_the_query,
+            {"case-0": ["query_changed"], "case-1": []},
+            id="query-changed",
+        ),
+        pytest.param(
+            drop_the_known_gaps,
+            {"case-0": ["expectation_changed"], "case-1": []},
+            id="expectation-changed-with-the-same-query",
+        ),
+        pytest.param(
+            answer_one_case_less,
+            {"case-0": [], "case-1": ["case_missing"]},
+            id="case-missing-in-one-run",
+        ),
+    ],
+)
+def test_a_pair_says_why_it_is_not_comparable(project, change, reasons):
+    import_bytes(bundle_bytes(*synthetic_bundle(run_id="r1", cases=2, snapshot="kb@1")))
+    lines = synthetic_bundle(run_id="r2", cases=2, snapshot="kb@1")
+    change(lines)
+    import_bytes(bundle_bytes(*lines), new_expectation_versions=True)
+    comparison = compare("r1", "r2")
+    assert {p.case_id: p.reasons for p in comparison.pairs} == reasons
+    assert {p.case_id: p.comparable for p in comparison.pairs} == {
+        case_id: not why for case_id, why in reasons.items()
+    }
+    assert comparison.left_out == 1
+    assert all(p.notes == [] for p in comparison.pairs)  # the same snapshot
+
+
+def test_identical_evidence_in_another_snapshot_is_comparable_and_says_so(project):
+    # "A different `collection_snapshot` with identical evidence is comparable and says so."
+    import_run("r1", "kb@1")
+    import_run("r2", "kb@2")
+    [pair] = compare("r1", "r2").pairs
+    assert (pair.comparable, pair.reasons) == (True, [])
+    assert pair.notes == ["different snapshots (kb@1 → kb@2) with identical evidence"]
+
+
 def test_a_drifted_passage_neither_cited_nor_relevant_leaves_the_pair_comparable(project):
     import_run("r1", "kb@1")
     import_run("r2", "kb@2", changed=(3,))
@@ -348,6 +416,21 @@ def test_a_drifted_passage_neither_cited_nor_relevant_leaves_the_pair_comparable
     assert (pair.comparable, pair.reasons) == (True, [])
     assert comparison.left_out == 0
     assert comparison.metrics_a["micro"]["support"].n == 1
+
+
+def test_both_runs_figures_use_the_verdict_source_asked_for(project):
+    # "for each claim the verdict that the metrics are asked to use. Which one was used is
+    # part of every result": the bundles' verdicts are an imported judge's, which consensus
+    # counts and the default (reviewers of the project) does not.
+    import_run("r1", "kb@1")
+    import_run("r2", "kb@2")
+    runs = Run.objects.select_related("snapshot")
+    run_a, run_b = runs.get(run_id="r1"), runs.get(run_id="r2")
+    for source, supported in ((CONSENSUS, 1), (Source(), 0)):
+        comparison = compare_runs(run_a=run_a, run_b=run_b, source=source)
+        assert comparison.metrics_a["micro"]["support"] == Proportion(supported, 1), source
+        assert comparison.metrics_b["micro"]["support"] == Proportion(supported, 1), source
+        assert comparison.as_json()["verdicts_from"] == source.label
 
 
 def test_figures_are_computed_over_the_comparable_pairs_only(project):
@@ -392,3 +475,18 @@ def test_a_cached_comparison_follows_every_new_claim_verdict_and_review_mark(pro
         assert cached() == fresh() != seen[-1]
         seen.append(cached())
     assert cached(Source()) == fresh(Source()) != cached()
+
+
+def test_a_comparison_is_computed_once_per_state_then_read_from_the_cache(project):
+    # The page asks for it once per page of 20 pairs: with nothing changed, a second request
+    # reads only the state (comparison_version) and gets the same comparison.
+    import_run("r1", "kb@1")
+    import_run("r2", "kb@2")
+    run_a, run_b = (Run.objects.select_related("snapshot").get(run_id=r) for r in ("r1", "r2"))
+    first = compare_runs_cached(run_a=run_a, run_b=run_b, source=CONSENSUS).as_json()
+    with CaptureQueriesContext(connection) as version:
+        comparison_version(run_a, run_b)
+    with CaptureQueriesContext(connection) as again:
+        second = compare_runs_cached(run_a=run_a, run_b=run_b, source=CONSENSUS)
+    assert len(again) == len(version)
+    assert second.as_json() == first
