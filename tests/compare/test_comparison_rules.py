@@ -364,32 +364,35 @@ def answer_one_case_less(lines: list[dict]) -> None:
 
 # "A case pair is comparable when: same case expectation (query text, required facts, relevant
 # refs, known gaps) … Every pair that is not comparable says why (`query_changed`,
-# `expectation_changed`, …, `case_missing`)."
+# `expectation_changed`, …, `case_missing`)." The change is made to the second run's bundle,
+# or to the first's.
 @pytest.mark.parametrize(
-    ("change", "reasons"),
+    ("changed_run", "change", "reasons"),
     [
         pytest.param(
-            reword_the_query,
-            {"case-0": ["query_changed"], "case-1": []},
+            "r2", reword_the_query, {"case-0": ["query_changed"], "case-1": []},
             id="query-changed",
         ),
         pytest.param(
-            drop_the_known_gaps,
-            {"case-0": ["expectation_changed"], "case-1": []},
+            "r2", drop_the_known_gaps, {"case-0": ["expectation_changed"], "case-1": []},
             id="expectation-changed-with-the-same-query",
         ),
         pytest.param(
-            answer_one_case_less,
-            {"case-0": [], "case-1": ["case_missing"]},
-            id="case-missing-in-one-run",
+            "r2", answer_one_case_less, {"case-0": [], "case-1": ["case_missing"]},
+            id="case-missing-in-the-second-run",
+        ),
+        pytest.param(
+            "r1", answer_one_case_less, {"case-0": [], "case-1": ["case_missing"]},
+            id="case-missing-in-the-first-run",
         ),
     ],
-)
-def test_a_pair_says_why_it_is_not_comparable(project, change, reasons):
-    import_bytes(bundle_bytes(*synthetic_bundle(run_id="r1", cases=2, snapshot="kb@1")))
-    lines = synthetic_bundle(run_id="r2", cases=2, snapshot="kb@1")
-    change(lines)
-    import_bytes(bundle_bytes(*lines), new_expectation_versions=True)
+)  # fmt: skip
+def test_a_pair_says_why_it_is_not_comparable(project, changed_run, change, reasons):
+    for run_id in ("r1", "r2"):
+        lines = synthetic_bundle(run_id=run_id, cases=2, snapshot="kb@1")
+        if run_id == changed_run:
+            change(lines)
+        import_bytes(bundle_bytes(*lines), new_expectation_versions=True)
     comparison = compare("r1", "r2")
     assert {p.case_id: p.reasons for p in comparison.pairs} == reasons
     assert {p.case_id: p.comparable for p in comparison.pairs} == {
