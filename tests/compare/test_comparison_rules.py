@@ -359,7 +359,7 @@ def drop_the_known_gaps(lines: list[dict]) -> None:
 
 
 def answer_one_case_less(lines: list[dict]) -> None:
-    lines[:] = [x for x in lines if x.get("case_id") != "case-1"]
+    lines[:] = [x for x in lines if x.get("case_id") != "case-0"]
 
 
 # "A case pair is comparable when: same case expectation (query text, required facts, relevant
@@ -378,11 +378,11 @@ def answer_one_case_less(lines: list[dict]) -> None:
             id="expectation-changed-with-the-same-query",
         ),
         pytest.param(
-            "r2", answer_one_case_less, {"case-0": [], "case-1": ["case_missing"]},
+            "r2", answer_one_case_less, {"case-0": ["case_missing"], "case-1": []},
             id="case-missing-in-the-second-run",
         ),
         pytest.param(
-            "r1", answer_one_case_less, {"case-0": [], "case-1": ["case_missing"]},
+            "r1", answer_one_case_less, {"case-0": ["case_missing"], "case-1": []},
             id="case-missing-in-the-first-run",
         ),
     ],
@@ -400,6 +400,13 @@ def test_a_pair_says_why_it_is_not_comparable(project, changed_run, change, reas
     }
     assert comparison.left_out == 1
     assert all(p.notes == [] for p in comparison.pairs)  # the same snapshot
+    # The side-by-side page shows what was answered: a pair keeps both responses, or the one
+    # of the run that answered the case.
+    for pair in comparison.pairs:
+        gone = pair.reasons == ["case_missing"]
+        assert (pair.a is None, pair.b is None) == (
+            gone and changed_run == "r1", gone and changed_run == "r2",
+        ), pair.case_id  # fmt: skip
 
 
 def test_identical_evidence_in_another_snapshot_is_comparable_and_says_so(project):
