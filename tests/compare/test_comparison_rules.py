@@ -307,17 +307,27 @@ def test_a_pair_lists_its_facts_and_claims_in_the_cli_shape():
 # SHA-256 in both runs" (through two imported runs) -----------------------------------------
 
 
-def import_run(run_id: str, snapshot: str, *, changed: tuple[int, ...] = ()) -> None:
-    """One case whose relevant refs are c0 (cited) and c2 (not cited); c3 is only retrieved.
-    The passages numbered in `changed` get another text in this run."""
+def import_run(
+    run_id: str, snapshot: str, *, changed: tuple[int, ...] = (), cited: int = 0,
+    relevant: tuple[int, ...] = (0, 2),
+) -> None:  # fmt: skip
+    """One case with four retrieved passages c0…c3; its response and claim cite `cited` (c0),
+    its relevant refs are `relevant` (c0 and c2). The passages numbered in `changed` get
+    another text in this run."""
     lines = synthetic_bundle(run_id=run_id, cases=1, passages=4, claims=1, snapshot=snapshot)
+    ref = f"doc0@v1#c{cited}"
     for line in lines:
         if line["kind"] == "case":
-            line["relevant_refs"] = ["doc0@v1#c0", "doc0@v1#c2"]
+            line["relevant_refs"] = [f"doc0@v1#c{i}" for i in relevant]
         if line["kind"] == "passage" and int(line["chunk_id"][1:]) in changed:
             line["text"] = "A rewritten passage: the limit is 99 units."
             line["sha256"] = text_sha256(line["text"])
-    import_bytes(bundle_bytes(*lines))
+        if line["kind"] == "response":
+            for citation in line["citations"]:
+                citation["ref"] = ref
+            for claim_line in line["claims"]:
+                claim_line["citations"] = [ref]
+    import_bytes(bundle_bytes(*lines), new_expectation_versions=True)
 
 
 def compare(a: str, b: str):
@@ -325,25 +335,42 @@ def compare(a: str, b: str):
     return compare_runs(run_a=runs.get(run_id=a), run_b=runs.get(run_id=b), source=CONSENSUS)
 
 
-@pytest.mark.parametrize(
-    ("changed", "drifted_ref"),
-    [
-        pytest.param((0,), "doc0@v1#c0", id="a-cited-ref-that-drifted"),
-        pytest.param((2,), "doc0@v1#c2", id="a-relevant-ref-that-drifted-though-not-cited"),
-    ],
-)
+# "every ref that either response cites, or that is relevant, has the same SHA-256 in both
+# runs": c3 is the passage that gets another text in the second run.
+DRIFT_ROWS = [
+    pytest.param({}, {"cited": 3}, [], id="a-ref-cited-in-the-second-run-only"),
+    pytest.param({"cited": 3}, {}, [], id="a-ref-cited-in-the-first-run-only"),
+    pytest.param(
+        {"cited": 3, "relevant": (3,)}, {"cited": 3, "relevant": (3,)}, [],
+        id="a-ref-cited-and-relevant-in-both",
+    ),
+    pytest.param(
+        {}, {"relevant": (0, 2, 3)}, ["expectation_changed"],
+        id="a-ref-relevant-in-the-second-run-only",
+    ),
+    pytest.param(
+        {"relevant": (0, 2, 3)}, {}, ["expectation_changed"],
+        id="a-ref-relevant-in-the-first-run-only",
+    ),
+    pytest.param(
+        {"relevant": (3,)}, {"relevant": (3,)}, [],
+        id="a-relevant-ref-that-drifted-though-not-cited",
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("run_a", "run_b", "other_reasons"), DRIFT_ROWS)
 def test_a_pair_is_not_comparable_when_a_cited_or_relevant_ref_drifted(
-    project, changed, drifted_ref
+    project, run_a, run_b, other_reasons
 ):
-    import_run("r1", "kb@1")
-    import_run("r2", "kb@2", changed=changed)
+    import_run("r1", "kb@1", **run_a)
+    import_run("r2", "kb@2", changed=(3,), **run_b)
     [pair] = compare("r1", "r2").pairs
     assert pair.comparable is False
-    [reason] = pair.reasons
-    assert reason.startswith(f"passage_drift: {drifted_ref} ")
-    old = Run.objects.get(run_id="r1").snapshot.passages.get(ref=drifted_ref).sha256
-    new = Run.objects.get(run_id="r2").snapshot.passages.get(ref=drifted_ref).sha256
-    assert reason == f"passage_drift: {drifted_ref} {old}→{new}"
+    old = Run.objects.get(run_id="r1").snapshot.passages.get(ref="doc0@v1#c3").sha256
+    new = Run.objects.get(run_id="r2").snapshot.passages.get(ref="doc0@v1#c3").sha256
+    # cli.md: `passage_drift: REF OLDHASH→NEWHASH`
+    assert pair.reasons == [*other_reasons, f"passage_drift: doc0@v1#c3 {old}→{new}"]
 
 
 def case_line(lines: list[dict], case_id: str) -> dict:
