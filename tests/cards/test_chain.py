@@ -138,6 +138,15 @@ def test_a_superseded_verdict_is_named_by_its_row_and_its_place_in_the_chain_tog
     assert (both.row["supersedes_id"], both.document["supersedes"]) == (7, 3)
 
 
+def test_the_time_an_imported_judgement_was_made_is_hashed_with_it():
+    # `stated_at`, the judgement's `at` in the bundle, is in the document the seal covers.
+    stated = datetime(2026, 9, 30, 23, 59, tzinfo=UTC)
+    verdict = verdict_revision(**verdict_fields(stated_at=stated))
+    assert verdict.row["stated_at"] == stated
+    assert verdict.document["stated_at"] == "2026-09-30T23:59:00.000000Z"
+    assert verdict.sha256 != verdict_revision(**verdict_fields()).sha256
+
+
 def test_a_sealed_revision_names_every_column_but_id_and_claim_in_table_order():
     identity = {"project": "p", "run_id": "r", "case_id": "c", "claim_id": "c1"}
     now = datetime(2026, 10, 2, 9, 0, tzinfo=UTC)
@@ -150,6 +159,7 @@ def test_a_sealed_revision_names_every_column_but_id_and_claim_in_table_order():
     assert list(claim.row) == columns(ClaimRevision)
     assert list(verdict.row) == columns(VerdictRevision)
     assert claim.sha256 == claim.row["sha256"] == seal(claim.document)
+    assert verdict.sha256 == verdict.row["sha256"] == seal(verdict.document)
     assert claim.row["spans"] == claim.document["spans"] == [[0, 2]]
     assert (verdict.row["diagnosis"], verdict.document["diagnosis"]) == ("", None)
 
