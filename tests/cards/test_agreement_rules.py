@@ -57,19 +57,21 @@ def test_a_withdrawn_claim_is_left_out_of_agreement(claims, reviewer):
     assert result.disagreeing == []
 
 
-def test_the_confusion_table_is_4_by_4_for_two_annotators(claims):
+def test_the_confusion_table_is_4_by_4_for_two_annotators(claims, second_reviewer):
+    judge(claims["c3"], second_reviewer, "supported", "bob on c3")
     confusion = agreement("alice", "bob").confusion
     labels = ["supported", "partial", "unsupported", "not_assessable"]
     assert list(confusion) == labels
     assert all(list(row) == labels for row in confusion.values())
-    assert confusion["supported"]["supported"] == 1
+    assert confusion["supported"]["supported"] == 2  # c1 and c3
     assert confusion["partial"]["unsupported"] == 1
-    assert sum(sum(row.values()) for row in confusion.values()) == 2
+    assert sum(sum(row.values()) for row in confusion.values()) == 3
 
 
 def test_disagreements_are_listed_claim_by_claim_with_both_reasons(claims):
     [disagreement] = agreement("alice", "bob").disagreeing
     assert (disagreement.case_id, disagreement.claim_id) == ("Q-017", "c2")
+    assert disagreement.text == "Claim c2."  # the claim as it reads now
     assert disagreement.labels == {
         "alice": ("partial", "alice on c2"),
         "bob": ("unsupported", "bob on c2"),
