@@ -140,7 +140,7 @@ def test_agreement_is_over_the_claims_of_this_run_only(claims, reviewer, second_
 def test_without_a_choice_agreement_is_between_everyone_who_labelled(claims):
     # cli.md: `run_agreement RUN_ID [--annotators A B …]` "(default: all who labelled any)"
     result = run_agreement(run=Run.objects.get(run_id="q017-r3"))
-    assert result.annotators == ["alice", "bob"]
+    assert (result.run_id, result.annotators) == ("q017-r3", ["alice", "bob"])
     assert (result.raw.k, result.raw.n) == (1, 2)
 
 
