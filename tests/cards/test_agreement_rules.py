@@ -11,6 +11,7 @@ import pytest
 from cards.agreement import Agreement, Disagreeing, annotators_of, run_agreement
 from cards.models import Claim
 from cards.services.claims import claim_create, claim_revise
+from cards.services.reviews import response_mark_complete
 from cards.stats import Proportion
 from replay.models import Run
 from tests.cards.conftest import FINAL_SALE, REFUND_START, WINDOW, judge, member
@@ -57,19 +58,21 @@ def test_a_withdrawn_claim_is_left_out_of_agreement(claims, reviewer):
     assert result.disagreeing == []
 
 
-def test_the_confusion_table_is_4_by_4_for_two_annotators(claims):
+def test_the_confusion_table_is_4_by_4_for_two_annotators(claims, second_reviewer):
+    judge(claims["c3"], second_reviewer, "supported", "bob on c3")
     confusion = agreement("alice", "bob").confusion
     labels = ["supported", "partial", "unsupported", "not_assessable"]
     assert list(confusion) == labels
     assert all(list(row) == labels for row in confusion.values())
-    assert confusion["supported"]["supported"] == 1
+    assert confusion["supported"]["supported"] == 2  # c1 and c3
     assert confusion["partial"]["unsupported"] == 1
-    assert sum(sum(row.values()) for row in confusion.values()) == 2
+    assert sum(sum(row.values()) for row in confusion.values()) == 3
 
 
 def test_disagreements_are_listed_claim_by_claim_with_both_reasons(claims):
     [disagreement] = agreement("alice", "bob").disagreeing
     assert (disagreement.case_id, disagreement.claim_id) == ("Q-017", "c2")
+    assert disagreement.text == "Claim c2."  # the claim as it reads now
     assert disagreement.labels == {
         "alice": ("partial", "alice on c2"),
         "bob": ("unsupported", "bob on c2"),
@@ -133,3 +136,24 @@ def test_agreement_is_over_the_claims_of_this_run_only(claims, reviewer, second_
     judge(other, second_reviewer, "unsupported", "bob on q017-r1")
     result = agreement("alice", "bob")
     assert (result.claims, len(result.disagreeing)) == (2, 1)
+
+
+def test_without_a_choice_agreement_is_between_everyone_who_labelled(claims):
+    # cli.md: `run_agreement RUN_ID [--annotators A B …]` "(default: all who labelled any)"
+    result = run_agreement(run=Run.objects.get(run_id="q017-r3"))
+    assert (result.run_id, result.annotators) == ("q017-r3", ["alice", "bob"])
+    assert (result.raw.k, result.raw.n) == (1, 2)
+
+
+def test_in_a_blind_project_a_label_revised_after_seeing_the_others_does_not_count(
+    blind, claims, reviewer, second_reviewer
+):
+    # "in a project that reviews blind, a reviewer's blind verdict, the last one that reviewer
+    # saved before they could see anyone else's verdict on that case; later revisions … do
+    # not change agreement". alice's mark of her review opens the case to her.
+    response_mark_complete(response=claims["c2"].response, author=reviewer)
+    judge(claims["c2"], reviewer, "unsupported", "alice, having read bob")
+    result = agreement("alice", "bob")
+    assert (result.raw.k, result.raw.n) == (1, 2)
+    [disagreement] = result.disagreeing
+    assert disagreement.labels["alice"] == ("partial", "alice on c2")

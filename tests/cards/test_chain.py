@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
+import pytest
 from django.utils import timezone
 
 from cards.chain import claim_revision, seal, verdict_revision
@@ -107,6 +108,45 @@ def columns(model) -> list[str]:
     return [f.attname for f in model._meta.concrete_fields if f.attname not in {"id", "claim_id"}]
 
 
+def verdict_fields(**changes) -> dict:
+    """The fields of an imported verdict revision, second in its chain."""
+    return {
+        "project": "p", "run_id": "r", "case_id": "c", "claim_id": "c1", "seq": 2,
+        "author_id": None, "annotator": "judge", "origin": "imported",
+        "association": "attached", "support": "supported", "contradicts": False, "reason": "R.",
+        "diagnosis": "", "citation_relevance": {}, "note": "", "stated_at": None,
+        "supersedes_id": None, "supersedes_seq": None,
+        "created_at": datetime(2026, 10, 2, 9, 0, tzinfo=UTC), "prev_sha256": None,
+    } | changes  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("supersedes_id", "supersedes_seq"), [(7, None), (None, 3)], ids=["row-only", "seq-only"]
+)
+def test_a_superseded_verdict_is_named_by_its_row_and_its_place_in_the_chain_together(
+    supersedes_id, supersedes_seq
+):
+    # The row names it by id, the hashed document by `seq` (what an exported chain can check):
+    # one without the other would store a verdict that its document does not describe.
+    with pytest.raises(
+        ValueError, match=r"^supersedes_id and supersedes_seq come together, or not at all$"
+    ):
+        verdict_revision(
+            **verdict_fields(supersedes_id=supersedes_id, supersedes_seq=supersedes_seq)
+        )
+    both = verdict_revision(**verdict_fields(supersedes_id=7, supersedes_seq=3))
+    assert (both.row["supersedes_id"], both.document["supersedes"]) == (7, 3)
+
+
+def test_the_time_an_imported_judgement_was_made_is_hashed_with_it():
+    # `stated_at`, the judgement's `at` in the bundle, is in the document the seal covers.
+    stated = datetime(2026, 9, 30, 23, 59, tzinfo=UTC)
+    verdict = verdict_revision(**verdict_fields(stated_at=stated))
+    assert verdict.row["stated_at"] == stated
+    assert verdict.document["stated_at"] == "2026-09-30T23:59:00.000000Z"
+    assert verdict.sha256 != verdict_revision(**verdict_fields()).sha256
+
+
 def test_a_sealed_revision_names_every_column_but_id_and_claim_in_table_order():
     identity = {"project": "p", "run_id": "r", "case_id": "c", "claim_id": "c1"}
     now = datetime(2026, 10, 2, 9, 0, tzinfo=UTC)
@@ -115,15 +155,11 @@ def test_a_sealed_revision_names_every_column_but_id_and_claim_in_table_order():
         facts=[], gaps=[], withdrawn=False, reason="", author_id=None, annotator="bundle",
         origin="imported", created_at=now, prev_sha256=None,
     )  # fmt: skip
-    verdict = verdict_revision(
-        **identity, seq=2, author_id=None, annotator="judge", origin="imported",
-        association="attached", support="supported", contradicts=False, reason="R.",
-        diagnosis="", citation_relevance={}, note="", stated_at=None, supersedes_id=None,
-        supersedes_seq=None, created_at=now, prev_sha256=claim.sha256,
-    )  # fmt: skip
+    verdict = verdict_revision(**verdict_fields(prev_sha256=claim.sha256))
     assert list(claim.row) == columns(ClaimRevision)
     assert list(verdict.row) == columns(VerdictRevision)
     assert claim.sha256 == claim.row["sha256"] == seal(claim.document)
+    assert verdict.sha256 == verdict.row["sha256"] == seal(verdict.document)
     assert claim.row["spans"] == claim.document["spans"] == [[0, 2]]
     assert (verdict.row["diagnosis"], verdict.document["diagnosis"]) == ("", None)
 

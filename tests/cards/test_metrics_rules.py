@@ -21,6 +21,7 @@ from cards.figures import (
     choose,
     response_figures,
     run_totals,
+    to_json,
 )
 from cards.models import Origin
 from cards.prechecks import PassageFacts
@@ -550,6 +551,19 @@ def test_the_claim_figures_of_one_response(inputs, expected):
 def test_every_claim_figure_is_there_for_a_reviewed_response():
     result = figures([claim(verdict(S))])
     assert {*CLAIM_FIGURES, "invented_over_gap", "verdicts", "claims", "status"} <= set(result)
+
+
+def test_a_responses_figures_in_json_are_k_n_with_interval_and_null_when_undefined():
+    # "Every figure is shown as k / n … with its 95 % Wilson interval"; "A figure whose
+    # denominator is zero is undefined and is shown as such (and as `null` in JSON)".
+    low, high = wilson(1, 2)
+    result = to_json(figures([claim(verdict(S)), claim(verdict(U))]))
+    assert result["support"] == {
+        "k": 1, "n": 2, "value": 0.5, "low": round(low, 4), "high": round(high, 4),
+    }  # fmt: skip
+    assert result["coverage"] is None  # no required fact
+    assert result["claims"] == 2
+    assert result["verdicts"] == {S: 1, P: 0, U: 1, NA: 0, "unreviewed": 0, "no_consensus": 0}
 
 
 # --- per response: retrieval figures (metrics.md, "Retrieval") -------------------------------

@@ -5,7 +5,9 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import NamedTuple
 
-from cards.annotators import Annotator
+import pytest
+
+from cards.annotators import Annotator, Roster
 from cards.models import Origin
 from cards.verdicts import NO_CONSENSUS, Source, counted, current, newest_labels
 
@@ -107,3 +109,65 @@ def test_consensus_counts_blind_labels_so_a_copy_makes_no_majority():
 def test_one_annotators_figures_still_read_their_newest_verdict():
     alice = Source.of(Annotator("alice"))
     assert counted([COPY, BOB_AT_2, PLACEHOLDER], alice, sighted=ALICE_SAW) is COPY
+
+
+# Which verdicts a figure reads, as written on a page (`?source=`) or a command line
+# (metrics.md: "default", "`annotator NAME`", "`consensus`"; cli.md: `verdicts_from` is
+# "default" | "annotator:NAME" | "consensus"). `key` is the label's project-independent form
+# (caches). In this project alice is an account; judge is only an imported annotator.
+ROSTER = Roster(accounts=frozenset({"alice"}))
+ALICE_ACCOUNT, JUDGE = Annotator("alice"), Annotator("judge", imported=True)
+IMPORTED_ALICE = Annotator("alice", imported=True)
+
+SOURCE_ROWS = [
+    pytest.param(None, ("default", None, "default", "default"), id="nothing-is-default"),
+    pytest.param("default", ("default", None, "default", "default"), id="default"),
+    pytest.param("consensus", ("consensus", None, "consensus", "consensus"), id="consensus"),
+    pytest.param(
+        "annotator:alice",
+        ("annotator", ALICE_ACCOUNT, "annotator:alice", "annotator:alice"),
+        id="annotator-an-account",
+    ),
+    pytest.param(
+        "annotator:judge",
+        ("annotator", JUDGE, "annotator:judge", "annotator:imported:judge"),
+        id="annotator-an-imported-annotator-by-its-bare-name",
+    ),
+    pytest.param(
+        "annotator:imported:alice",
+        ("annotator", IMPORTED_ALICE, "annotator:imported:alice", "annotator:imported:alice"),
+        id="annotator-the-imported-namesake-of-an-account",
+    ),
+    pytest.param("annotator:", ("default", None, "default", "default"), id="no-name-is-default"),
+    pytest.param("Consensus", ("default", None, "default", "default"), id="unknown-is-default"),
+]
+
+
+def described(source: Source) -> tuple:
+    return (source.mode, source.annotator, source.label, source.key)
+
+
+@pytest.mark.parametrize(("written", "expected"), SOURCE_ROWS)
+def test_a_verdict_source_read_from_its_label(written, expected):
+    assert described(Source.parse(written, roster=ROSTER)) == expected
+
+
+@pytest.mark.parametrize(
+    ("annotator", "consensus", "expected"),
+    [
+        (None, False, ("default", None, "default", "default")),
+        (None, True, ("consensus", None, "consensus", "consensus")),
+        ("alice", False, ("annotator", ALICE_ACCOUNT, "annotator:alice", "annotator:alice")),
+        ("judge", False, ("annotator", JUDGE, "annotator:judge", "annotator:imported:judge")),
+    ],
+    ids=["neither-option", "--consensus", "--annotator-alice", "--annotator-judge"],
+)
+def test_a_verdict_source_read_from_the_command_line(annotator, consensus, expected):
+    source = Source.from_options(annotator=annotator, consensus=consensus, roster=ROSTER)
+    assert described(source) == expected
+
+
+def test_one_annotators_source_is_named_as_in_the_project_else_by_its_key():
+    assert Source.of(IMPORTED_ALICE, roster=ROSTER).label == "annotator:imported:alice"
+    assert Source.of(JUDGE, roster=ROSTER).label == "annotator:judge"
+    assert Source.of(JUDGE).label == "annotator:imported:judge"

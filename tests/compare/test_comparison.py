@@ -55,36 +55,6 @@ def test_a_drifted_pair_names_both_hashes_and_is_left_out_of_the_figures(demo_ru
     assert result.metrics_a["micro"]["support"].n == 0
 
 
-def test_identical_evidence_in_another_snapshot_is_comparable_and_says_so(project):
-    import_bytes(bundle_bytes(*synthetic_bundle(run_id="s1", cases=2, snapshot="kb@1")))
-    import_bytes(bundle_bytes(*synthetic_bundle(run_id="s2", cases=2, snapshot="kb@2")))
-    result = comparison("s1", "s2", Source("consensus"))
-    assert all(p.comparable for p in result.pairs)
-    assert "identical evidence" in result.pairs[0].notes[0]
-
-
-def test_a_case_answered_by_one_run_only_is_case_missing(project):
-    import_bytes(bundle_bytes(*synthetic_bundle(run_id="s1", cases=3)))
-    import_bytes(bundle_bytes(*synthetic_bundle(run_id="s2", cases=2)))
-    result = comparison("s1", "s2")
-    assert [(p.case_id, p.reasons) for p in result.pairs if not p.comparable] == [
-        ("case-2", ["case_missing"])
-    ]
-
-
-def test_a_changed_query_and_a_changed_expectation_are_told_apart(project):
-    import_bytes(bundle_bytes(*synthetic_bundle(run_id="s1", cases=2)))
-    lines = synthetic_bundle(run_id="s2", cases=2)
-    lines[
-        lines.index(next(x for x in lines if x.get("case_id") == "case-0" and x["kind"] == "case"))
-    ]["query"] = "Reworded?"
-    case1 = next(x for x in lines if x.get("case_id") == "case-1" and x["kind"] == "case")
-    case1["known_gaps"] = []
-    import_bytes(bundle_bytes(*lines), new_expectation_versions=True)
-    reasons = {p.case_id: p.reasons for p in comparison("s1", "s2").pairs}
-    assert reasons == {"case-0": ["query_changed"], "case-1": ["expectation_changed"]}
-
-
 def test_claims_match_by_facts_then_by_text():
     a = [
         ClaimState("a1", "factual", "The limit is 80 degrees.", [], ["G1"], [], False),

@@ -10,12 +10,15 @@ import itertools
 from datetime import UTC, datetime
 
 import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from cards.annotators import Annotator
 from cards.figures import ClaimState, Verdict, response_figures, run_totals
 from cards.models import Claim, Origin
 from cards.services.claims import claim_create
 from cards.services.reviews import response_mark_complete
+from cards.stats import Proportion
 from cards.verdicts import Source
 
 # The one import of the module under test.
@@ -25,6 +28,7 @@ from compare.comparison import (
     Pair,
     compare_runs,
     compare_runs_cached,
+    comparison_version,
     fact_status,
     match_claims,
 )
@@ -306,6 +310,8 @@ def test_the_difference_is_b_minus_a_and_undefined_when_either_is():
     assert difference["honest_misses"] is None  # a known gap in run a only
     assert difference["citation_precision"] is None  # no judged citation in either run
     document = comparison.as_json()
+    # cli.md: {"run_a", "run_b", "pairs": [{"case_id", "comparable", …}], "left_out", "metrics"}
+    assert document["pairs"] == [pair.as_json() for pair in comparison.pairs]
     assert document["left_out"] == 1
     assert document["metrics"]["pairs"] == 1
     assert document["metrics"]["a"]["support"]["k"] == 1
@@ -349,17 +355,27 @@ def test_a_pair_that_is_not_comparable_is_never_counted_as_improved_or_regressed
 # SHA-256 in both runs" (through two imported runs) -----------------------------------------
 
 
-def import_run(run_id: str, snapshot: str, *, changed: tuple[int, ...] = ()) -> None:
-    """One case whose relevant refs are c0 (cited) and c2 (not cited); c3 is only retrieved.
-    The passages numbered in `changed` get another text in this run."""
+def import_run(
+    run_id: str, snapshot: str, *, changed: tuple[int, ...] = (), cited: int = 0,
+    relevant: tuple[int, ...] = (0, 2),
+) -> None:  # fmt: skip
+    """One case with four retrieved passages c0…c3; its response and claim cite `cited` (c0),
+    its relevant refs are `relevant` (c0 and c2). The passages numbered in `changed` get
+    another text in this run."""
     lines = synthetic_bundle(run_id=run_id, cases=1, passages=4, claims=1, snapshot=snapshot)
+    ref = f"doc0@v1#c{cited}"
     for line in lines:
         if line["kind"] == "case":
-            line["relevant_refs"] = ["doc0@v1#c0", "doc0@v1#c2"]
+            line["relevant_refs"] = [f"doc0@v1#c{i}" for i in relevant]
         if line["kind"] == "passage" and int(line["chunk_id"][1:]) in changed:
             line["text"] = "A rewritten passage: the limit is 99 units."
             line["sha256"] = text_sha256(line["text"])
-    import_bytes(bundle_bytes(*lines))
+        if line["kind"] == "response":
+            for citation in line["citations"]:
+                citation["ref"] = ref
+            for claim_line in line["claims"]:
+                claim_line["citations"] = [ref]
+    import_bytes(bundle_bytes(*lines), new_expectation_versions=True)
 
 
 def compare(a: str, b: str):
@@ -367,25 +383,114 @@ def compare(a: str, b: str):
     return compare_runs(run_a=runs.get(run_id=a), run_b=runs.get(run_id=b), source=CONSENSUS)
 
 
-@pytest.mark.parametrize(
-    ("changed", "drifted_ref"),
-    [
-        pytest.param((0,), "doc0@v1#c0", id="a-cited-ref-that-drifted"),
-        pytest.param((2,), "doc0@v1#c2", id="a-relevant-ref-that-drifted-though-not-cited"),
-    ],
-)
+# "every ref that either response cites, or that is relevant, has the same SHA-256 in both
+# runs": c3 is the passage that gets another text in the second run.
+DRIFT_ROWS = [
+    pytest.param({}, {"cited": 3}, [], id="a-ref-cited-in-the-second-run-only"),
+    pytest.param({"cited": 3}, {}, [], id="a-ref-cited-in-the-first-run-only"),
+    pytest.param(
+        {"cited": 3, "relevant": (3,)}, {"cited": 3, "relevant": (3,)}, [],
+        id="a-ref-cited-and-relevant-in-both",
+    ),
+    pytest.param(
+        {}, {"relevant": (0, 2, 3)}, ["expectation_changed"],
+        id="a-ref-relevant-in-the-second-run-only",
+    ),
+    pytest.param(
+        {"relevant": (0, 2, 3)}, {}, ["expectation_changed"],
+        id="a-ref-relevant-in-the-first-run-only",
+    ),
+    pytest.param(
+        {"relevant": (3,)}, {"relevant": (3,)}, [],
+        id="a-relevant-ref-that-drifted-though-not-cited",
+    ),
+]  # fmt: skip
+
+
+@pytest.mark.parametrize(("run_a", "run_b", "other_reasons"), DRIFT_ROWS)
 def test_a_pair_is_not_comparable_when_a_cited_or_relevant_ref_drifted(
-    project, changed, drifted_ref
+    project, run_a, run_b, other_reasons
 ):
-    import_run("r1", "kb@1")
-    import_run("r2", "kb@2", changed=changed)
+    import_run("r1", "kb@1", **run_a)
+    import_run("r2", "kb@2", changed=(3,), **run_b)
     [pair] = compare("r1", "r2").pairs
     assert pair.comparable is False
-    [reason] = pair.reasons
-    assert reason.startswith(f"passage_drift: {drifted_ref} ")
-    old = Run.objects.get(run_id="r1").snapshot.passages.get(ref=drifted_ref).sha256
-    new = Run.objects.get(run_id="r2").snapshot.passages.get(ref=drifted_ref).sha256
-    assert reason == f"passage_drift: {drifted_ref} {old}→{new}"
+    old = Run.objects.get(run_id="r1").snapshot.passages.get(ref="doc0@v1#c3").sha256
+    new = Run.objects.get(run_id="r2").snapshot.passages.get(ref="doc0@v1#c3").sha256
+    # cli.md: `passage_drift: REF OLDHASH→NEWHASH`
+    assert pair.reasons == [*other_reasons, f"passage_drift: doc0@v1#c3 {old}→{new}"]
+
+
+def case_line(lines: list[dict], case_id: str) -> dict:
+    return next(x for x in lines if x["kind"] == "case" and x["case_id"] == case_id)
+
+
+def reword_the_query(lines: list[dict]) -> None:
+    case_line(lines, "case-0")["query"] = "Reworded?"
+
+
+def drop_the_known_gaps(lines: list[dict]) -> None:
+    case_line(lines, "case-0")["known_gaps"] = []
+
+
+def answer_one_case_less(lines: list[dict]) -> None:
+    lines[:] = [x for x in lines if x.get("case_id") != "case-0"]
+
+
+# "A case pair is comparable when: same case expectation (query text, required facts, relevant
+# refs, known gaps) … Every pair that is not comparable says why (`query_changed`,
+# `expectation_changed`, …, `case_missing`)." The change is made to the second run's bundle,
+# or to the first's.
+@pytest.mark.parametrize(
+    ("changed_run", "change", "reasons"),
+    [
+        pytest.param(
+            "r2", reword_the_query, {"case-0": ["query_changed"], "case-1": []},
+            id="query-changed",
+        ),
+        pytest.param(
+            "r2", drop_the_known_gaps, {"case-0": ["expectation_changed"], "case-1": []},
+            id="expectation-changed-with-the-same-query",
+        ),
+        pytest.param(
+            "r2", answer_one_case_less, {"case-0": ["case_missing"], "case-1": []},
+            id="case-missing-in-the-second-run",
+        ),
+        pytest.param(
+            "r1", answer_one_case_less, {"case-0": ["case_missing"], "case-1": []},
+            id="case-missing-in-the-first-run",
+        ),
+    ],
+)  # fmt: skip
+def test_a_pair_says_why_it_is_not_comparable(project, changed_run, change, reasons):
+    for run_id in ("r1", "r2"):
+        lines = synthetic_bundle(run_id=run_id, cases=2, snapshot="kb@1")
+        if run_id == changed_run:
+            change(lines)
+        import_bytes(bundle_bytes(*lines), new_expectation_versions=True)
+    comparison = compare("r1", "r2")
+    assert {p.case_id: p.reasons for p in comparison.pairs} == reasons
+    assert {p.case_id: p.comparable for p in comparison.pairs} == {
+        case_id: not why for case_id, why in reasons.items()
+    }
+    assert comparison.left_out == 1
+    assert all(p.notes == [] for p in comparison.pairs)  # the same snapshot
+    # The side-by-side page shows what was answered: a pair keeps both responses, or the one
+    # of the run that answered the case.
+    for pair in comparison.pairs:
+        gone = pair.reasons == ["case_missing"]
+        assert (pair.a is None, pair.b is None) == (
+            gone and changed_run == "r1", gone and changed_run == "r2",
+        ), pair.case_id  # fmt: skip
+
+
+def test_identical_evidence_in_another_snapshot_is_comparable_and_says_so(project):
+    # "A different `collection_snapshot` with identical evidence is comparable and says so."
+    import_run("r1", "kb@1")
+    import_run("r2", "kb@2")
+    [pair] = compare("r1", "r2").pairs
+    assert (pair.comparable, pair.reasons) == (True, [])
+    assert pair.notes == ["different snapshots (kb@1 → kb@2) with identical evidence"]
 
 
 def test_a_drifted_passage_neither_cited_nor_relevant_leaves_the_pair_comparable(project):
@@ -396,6 +501,24 @@ def test_a_drifted_passage_neither_cited_nor_relevant_leaves_the_pair_comparable
     assert (pair.comparable, pair.reasons) == (True, [])
     assert comparison.left_out == 0
     assert comparison.metrics_a["micro"]["support"].n == 1
+
+
+def test_both_runs_figures_use_the_verdict_source_asked_for(project):
+    # "for each claim the verdict that the metrics are asked to use. Which one was used is
+    # part of every result": the bundles' verdicts are an imported judge's, which consensus
+    # counts and the default (reviewers of the project) does not.
+    import_run("r1", "kb@1")
+    import_run("r2", "kb@2")
+    runs = Run.objects.select_related("snapshot")
+    run_a, run_b = runs.get(run_id="r1"), runs.get(run_id="r2")
+    for source, supported, status in ((CONSENSUS, 1, "supported"), (Source(), 0, "unsupported")):
+        comparison = compare_runs(run_a=run_a, run_b=run_b, source=source)
+        assert comparison.metrics_a["micro"]["support"] == Proportion(supported, 1), source
+        assert comparison.metrics_b["micro"]["support"] == Proportion(supported, 1), source
+        # "For each required fact … its status in each run": unreviewed counts as unsupported.
+        [pair] = comparison.pairs
+        assert pair.facts == {"G1": FactChange(status, status)}, source
+        assert comparison.as_json()["verdicts_from"] == source.label
 
 
 def test_figures_are_computed_over_the_comparable_pairs_only(project):
@@ -440,3 +563,18 @@ def test_a_cached_comparison_follows_every_new_claim_verdict_and_review_mark(pro
         assert cached() == fresh() != seen[-1]
         seen.append(cached())
     assert cached(Source()) == fresh(Source()) != cached()
+
+
+def test_a_comparison_is_computed_once_per_state_then_read_from_the_cache(project):
+    # The page asks for it once per page of 20 pairs: with nothing changed, a second request
+    # reads only the state (comparison_version) and gets the same comparison.
+    import_run("r1", "kb@1")
+    import_run("r2", "kb@2")
+    run_a, run_b = (Run.objects.select_related("snapshot").get(run_id=r) for r in ("r1", "r2"))
+    first = compare_runs_cached(run_a=run_a, run_b=run_b, source=CONSENSUS).as_json()
+    with CaptureQueriesContext(connection) as version:
+        comparison_version(run_a, run_b)
+    with CaptureQueriesContext(connection) as again:
+        second = compare_runs_cached(run_a=run_a, run_b=run_b, source=CONSENSUS)
+    assert len(again) == len(version)
+    assert second.as_json() == first
