@@ -511,11 +511,12 @@ def test_both_runs_figures_use_the_verdict_source_asked_for(project):
     import_run("r2", "kb@2")
     runs = Run.objects.select_related("snapshot")
     run_a, run_b = runs.get(run_id="r1"), runs.get(run_id="r2")
-    for source, supported, status in ((CONSENSUS, 1, "supported"), (Source(), 0, "unsupported")):
+    for source, supported, status in ((CONSENSUS, 1, "supported"), (Source(), 0, "unreviewed")):
         comparison = compare_runs(run_a=run_a, run_b=run_b, source=source)
         assert comparison.metrics_a["micro"]["support"] == Proportion(supported, 1), source
         assert comparison.metrics_b["micro"]["support"] == Proportion(supported, 1), source
-        # "For each required fact … its status in each run": unreviewed counts as unsupported.
+        # "For each required fact … its status in each run": a fact whose claims carry no
+        # verdict of the source is unreviewed (docs/decisions.md, issue 10).
         [pair] = comparison.pairs
         assert pair.facts == {"G1": FactChange(status, status)}, source
         assert comparison.as_json()["verdicts_from"] == source.label
