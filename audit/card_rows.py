@@ -20,10 +20,9 @@ from cards.models import ClaimRevision, VerdictRevision
 from cards.verdicts import NO_CONSENSUS, counted
 from evidence.canonical import rfc3339
 from evidence.models import Passage
+from evidence.spreadsheet import spreadsheet_cell
 from replay.models import Run
 
-# A spreadsheet runs a cell that starts with one of these as a formula (OWASP).
-FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 # Cards whose passage texts are fetched in one query: memory does not grow with the run.
 CARD_BATCH = 500
 CARD_COLUMNS = (
@@ -201,17 +200,6 @@ def _csv_row(row: dict) -> list:
         "prechecks": " ".join(row["prechecks"]),
     }
     return [spreadsheet_cell(flat[c]) for c in CARD_COLUMNS]
-
-
-def spreadsheet_cell(value) -> str:
-    """The value as a CSV cell a spreadsheet shows as text: a formula start is quoted with `'`.
-
-    Excel, LibreOffice and Google Sheets run a cell that starts with one of FORMULA_STARTS
-    (OWASP, "CSV injection"): a claim, a reason or a passage could be such a cell. The quote
-    is what a spreadsheet itself puts before text typed that way; cards.jsonl keeps the text.
-    """
-    text = "" if value is None else str(value)
-    return "'" + text if text.startswith(FORMULA_STARTS) else text
 
 
 def spooled(spool: IO[bytes]) -> Iterator[bytes]:

@@ -11,6 +11,7 @@ from cards.metrics import RunFigures
 from cards.models import Support
 from cards.stats import Proportion, half_width, sample_size, wilson
 from cards.verdicts import LABELS
+from evidence.spreadsheet import spreadsheet_cell
 
 FIGURE_TITLES = {
     "support": "Support S (supported / claims)",
@@ -166,7 +167,7 @@ def figures_csv(figures: RunFigures) -> str:
     header += ["invented_over_gap", "context_precision", "prechecks"]
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
-    writer.writerow(["verdicts_from", figures.source.label])
+    writer.writerow(["verdicts_from", spreadsheet_cell(figures.source.label)])
     writer.writerow(header)
     for r in figures.per_response:
         verdicts = r["verdicts"] or {}
@@ -187,5 +188,5 @@ def figures_csv(figures: RunFigures) -> str:
             r["context_precision"] if r["context_precision"] is not None else "",
             " ".join(codes),
         ]
-        writer.writerow(row)
+        writer.writerow([spreadsheet_cell(cell) for cell in row])
     return out.getvalue()

@@ -19,7 +19,6 @@ from django.db.models import Max
 from django.urls import reverse
 from django.utils import timezone
 
-from audit.card_rows import spreadsheet_cell
 from audit.models import AuditExport
 from audit.verify import verify
 from cards.models import Claim, ClaimRevision, VerdictRevision
@@ -28,6 +27,7 @@ from cards.services.reviews import response_mark_complete
 from cards.services.verdicts import verdict_save
 from evidence.canonical import canonical_json, rfc3339, text_sha256
 from evidence.models import Passage
+from evidence.spreadsheet import spreadsheet_cell
 from replay.models import Citation, Response, Retrieval, Run
 from tests.audit.test_audit_zip import export, manifest, members, rows, sha256
 from tests.conftest import ROOT, bundle_bytes, import_bytes, sqlite_copy, sqlite_env

@@ -38,3 +38,18 @@ def test_the_csv_columns_are_those_of_every_response_not_only_the_first(project)
     assert abstained["status"] == "abstention"
     assert (abstained["support_k"], abstained["support_n"]) == ("", "")
     assert (abstained["coverage_k"], abstained["coverage_n"]) == ("0", "1")
+
+
+def test_a_cell_a_spreadsheet_would_run_is_quoted_in_the_figures_csv(project):
+    # A case id may start with "-" (bundle.schema.json's id pattern): a spreadsheet would
+    # read `-1-2` as a formula. The figures CSV quotes it as the audit package's cards.csv
+    # does (evidence/spreadsheet.py); the JSON keeps the id.
+    lines = synthetic_bundle(run_id="ids", cases=1, claims=1)
+    for line in lines:
+        if line.get("case_id") == "case-0":
+            line["case_id"] = "-1-2"
+    import_bytes(bundle_bytes(*lines))
+    figures = run_metrics(run=Run.objects.get())
+    rows = list(csv.reader(io.StringIO(figures_csv(figures))))
+    assert [row[0] for row in rows[2:]] == ["'-1-2"]
+    assert [r["case_id"] for r in figures.per_response] == ["-1-2"]
