@@ -10,7 +10,7 @@ from django.views.decorators.http import require_GET, require_http_methods
 
 from evidence.access import membership_for, require_role
 from evidence.forms import ProjectSettingsForm
-from evidence.http import HtmxHttpRequest
+from evidence.http import HtmxHttpRequest, say_outcome
 from evidence.models import Membership, Project, Role
 from evidence.selectors import projects_for_user
 from evidence.services import membership_change, project_settings_update
@@ -28,18 +28,14 @@ def project_members(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     project = membership.project
     if request.method == "POST":
         require_role(membership, Role.ADMIN, "manage members")
-        role = request.POST.get("role") or None
-        try:
-            done = membership_change(
-                project=project,
-                actor=request.user,
-                username=request.POST.get("username", "").strip(),
-                role=None if request.POST.get("remove") else role,
-            )
-        except ValidationError as exc:
-            messages.error(request, " ".join(exc.messages))
-        else:
-            messages.success(request, done)
+        role = None if request.POST.get("remove") else (request.POST.get("role") or None)
+        username = request.POST.get("username", "").strip()
+        say_outcome(
+            request,
+            lambda: membership_change(
+                project=project, actor=request.user, username=username, role=role
+            ),
+        )
         return redirect("project_members", slug)
     members = (
         Membership.objects.filter(project=project)

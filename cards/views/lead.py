@@ -4,13 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from django.contrib import messages
-from django.core.exceptions import ValidationError
 from django.http import HttpResponse
 from django.shortcuts import redirect
 
 from evidence.access import membership_for
-from evidence.http import HtmxHttpRequest
+from evidence.http import HtmxHttpRequest, say_outcome
 from evidence.models import Role
 from replay.models import Run
 from replay.selectors import run_for_project
@@ -27,10 +25,5 @@ def lead_run_action(
     """
     membership = membership_for(user=request.user, slug=slug, role=Role.LEAD, action=action)
     run = run_for_project(project=membership.project, run_id=run_id)
-    try:
-        done = act(run)
-    except ValidationError as exc:
-        messages.error(request, " ".join(exc.messages))
-    else:
-        messages.success(request, done)
+    say_outcome(request, lambda: act(run))
     return redirect(then, slug, run_id)
