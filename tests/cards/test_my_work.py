@@ -396,18 +396,28 @@ def small_pages(monkeypatch):
     monkeypatch.setattr("cards.queue.CASES_PER_PAGE", 5)
 
 
+def queries_at_two_sizes(reviewer, assert_max, most: int, request, status: int):
+    """The responses of `request(run_id)` after 1 and then 13 finished cases (three pages of
+    5): each within `most` queries, and the same number of queries both times."""
+    counts, responses = [], []
+    for run_id, cases in [("small", 1), ("large", 12)]:
+        add_finished_run(reviewer, run_id, cases)
+        with assert_max(most) as queries:
+            response = request(run_id)
+        assert response.status_code == status
+        counts.append(len(queries.captured_queries))
+        responses.append(response)
+    assert counts[0] == counts[1], counts
+    return responses
+
+
 def test_my_work_query_count_does_not_grow_with_cases(
     client, reviewer, project, django_assert_max_num_queries, small_pages
 ):
     client.force_login(reviewer)
-    counts = []
-    for run_id, cases in [("small", 1), ("large", 12)]:
-        add_finished_run(reviewer, run_id, cases)
-        with django_assert_max_num_queries(8) as queries:
-            response = client.get(WORK)
-        assert response.status_code == 200
-        counts.append(len(queries.captured_queries))
-    assert counts[0] == counts[1], counts
+    _, response = queries_at_two_sizes(
+        reviewer, django_assert_max_num_queries, 8, lambda run_id: client.get(WORK), 200
+    )
     assert response.context["work"].counts["rereview"] == 13
 
 
@@ -462,14 +472,10 @@ def test_the_queue_view_query_count_does_not_grow_with_cases(
     client, reviewer, project, django_assert_max_num_queries, small_pages
 ):
     client.force_login(reviewer)
-    counts = []
-    for run_id, cases in [("small", 1), ("large", 12)]:
-        add_finished_run(reviewer, run_id, cases)
-        with django_assert_max_num_queries(7) as queries:
-            response = client.get(QUEUE, {"run": f"{run_id}-later", "case": "case-0"})
-        assert response.status_code == 302
-        counts.append(len(queries.captured_queries))
-    assert counts[0] == counts[1], counts
+    queries_at_two_sizes(
+        reviewer, django_assert_max_num_queries, 7,
+        lambda run_id: client.get(QUEUE, {"run": f"{run_id}-later", "case": "case-0"}), 302,
+    )  # fmt: skip
 
 
 # --- Submit and next -------------------------------------------------------------------------
@@ -578,11 +584,7 @@ def test_submit_and_next_query_count_does_not_grow_with_cases(
     client, reviewer, project, django_assert_max_num_queries, small_pages
 ):
     client.force_login(reviewer)
-    counts = []
-    for run_id, cases in [("small", 1), ("large", 12)]:
-        add_finished_run(reviewer, run_id, cases)
-        with django_assert_max_num_queries(18) as queries:
-            response = client.post(submit_url(run_id, "case-0"), **HTMX)
-        assert response.status_code == 200
-        counts.append(len(queries.captured_queries))
-    assert counts[0] == counts[1], counts
+    queries_at_two_sizes(
+        reviewer, django_assert_max_num_queries, 18,
+        lambda run_id: client.post(submit_url(run_id, "case-0"), **HTMX), 200,
+    )  # fmt: skip
