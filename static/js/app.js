@@ -117,7 +117,9 @@
     }
     current = card.id;
     card.focus({ preventScroll: true });
-    card.scrollIntoView({ block: "nearest", behavior: "smooth" });
+    // Smooth, unless the reviewer asked the system for less motion.
+    const still = window.matchMedia("(prefers-reduced-motion: reduce)").matches;
+    card.scrollIntoView({ block: "nearest", behavior: still ? "auto" : "smooth" });
   }
 
   function currentCard() {

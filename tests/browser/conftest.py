@@ -196,12 +196,13 @@ def browser():
         browser.close()
 
 
-def _open_page(browser, server: LiveServer, **options):
+def _new_page(browser, server: LiveServer, options: dict):
     context = browser.new_context(
         base_url=server.url, viewport={"width": 1280, "height": 900}, **options
     )
     context.set_default_timeout(10_000)
     page = context.new_page()
+    page.server_url = server.url
     page.console_problems = []
     page.failed_requests = []
     page.on(
@@ -232,8 +233,43 @@ def _open_page(browser, server: LiveServer, **options):
             else None
         ),
     )
+    return page
+
+
+@pytest.fixture(scope="session")
+def _pages() -> Iterator[dict]:
+    """One browser context and page per server and set of options, for the whole session.
+
+    A context and its page cost about a quarter of a second to make and close, and a new
+    one starts with an empty cache: every test would fetch the static files again. Between
+    tests the page is emptied instead (`_open_page`).
+    """
+    pages: dict = {}
+    yield pages
+    for page in pages.values():
+        page.context.close()
+
+
+def _open_page(browser, pages: dict, server: LiveServer, **options):
+    # Reduced motion, as a reviewer may ask of the system: no smooth scroll to wait out
+    # before each action on a card that just took the focus (Playwright waits until an
+    # element stands still).
+    options = {"reduced_motion": "reduce", **options}
+    key = (server.url, tuple(sorted(options.items())))
+    page = pages.get(key)
+    if page is None or page.is_closed():
+        page = pages[key] = _new_page(browser, server, options)
     yield page
-    context.close()
+    # Nothing of this test reaches the next one: its routes, other tabs, cookies, and the
+    # events of a page still loading (about:blank first, then the lists are emptied).
+    page.unroute_all(behavior="ignoreErrors")
+    for other in page.context.pages:
+        if other is not page:
+            other.close()
+    page.goto("about:blank")
+    page.context.clear_cookies()
+    page.console_problems.clear()
+    page.failed_requests.clear()
 
 
 CSP_LISTENER = """document.addEventListener("securitypolicyviolation", (event) => {
@@ -242,20 +278,20 @@ CSP_LISTENER = """document.addEventListener("securitypolicyviolation", (event) =
 
 
 @pytest.fixture
-def page(browser, live):
-    yield from _open_page(browser, live)
+def page(browser, _pages, live):
+    yield from _open_page(browser, _pages, live)
 
 
 @pytest.fixture
-def server_page(browser, server):
+def server_page(browser, _pages, server):
     """A page of `server`: the test runs with DEBUG on and with DEBUG off."""
-    yield from _open_page(browser, server)
+    yield from _open_page(browser, _pages, server)
 
 
 @pytest.fixture
-def plain_page(browser, live):
+def plain_page(browser, _pages, live):
     """A page without JavaScript: every action must work as a plain form post."""
-    yield from _open_page(browser, live, java_script_enabled=False)
+    yield from _open_page(browser, _pages, live, java_script_enabled=False)
 
 
 def fresh_run(server: LiveServer, tmp_path: Path, fixture: str, *, edit=None) -> str:
@@ -283,12 +319,25 @@ def fresh_run(server: LiveServer, tmp_path: Path, fixture: str, *, edit=None) ->
     return f"/p/demo/runs/{run_id}/cases/{case_id}/"
 
 
-def log_in(page, username: str) -> None:
+# Session cookies per server and user. The login form hashes the password (PBKDF2, about
+# half a second): through the form once per server and user, then by the cookie.
+SESSIONS: dict[tuple[str, str], list] = {}
+
+
+def log_in(page, username: str, *, fresh: bool = False) -> None:
+    """Log `username` in. Through the form when `fresh` (the page is then on the home page):
+    a test that logs out must, or it would end the session the others share."""
+    key = (page.server_url, username)
+    if not fresh and key in SESSIONS:
+        page.context.add_cookies(SESSIONS[key])
+        return
     page.goto("/login/")
     page.get_by_label("Username").fill(username)
     page.get_by_label("Password").fill(DEMO_PASSWORD)
     page.get_by_role("button", name="Log in").click()
     page.wait_for_url("**/")
+    if not fresh:
+        SESSIONS[key] = page.context.cookies()
 
 
 def open_card(card) -> None:

@@ -34,12 +34,12 @@ def log_out(page) -> None:
 
 
 def test_a_reviewer_sees_the_others_only_after_completing_her_own_review(page):
-    log_in(page, "bob")
+    log_in(page, "bob", fresh=True)
     page.goto(CASE)
     judge_every_card(page, "Supported", BOB)
     log_out(page)
 
-    log_in(page, "alice")
+    log_in(page, "alice", fresh=True)
     page.goto(CASE)
     status = page.locator("#review-status")
     expect(status).to_contain_text("blind review")

@@ -44,20 +44,11 @@ def verdict_form(page, key: str):
     return card(page, key).locator("form[data-verdict-form]")
 
 
-# A session per server and user: logging in once is enough, each test's context takes
-# the cookie (no test here logs out on the server).
-SESSIONS: dict[tuple[str, str], list] = {}
-
-
 def _opener(page, server: LiveServer, tmp_path):
     def open_case(user: str, fixture: str = "q017-r1.jsonl", *, edit=None):
         """`user`, logged in, on the first case of a fresh copy of `fixture`: (page, url)."""
         url = fresh_run(server, tmp_path, fixture, edit=edit)
-        if (server.url, user) in SESSIONS:
-            page.context.add_cookies(SESSIONS[server.url, user])
-        else:
-            log_in(page, user)
-            SESSIONS[server.url, user] = page.context.cookies()
+        log_in(page, user)
         page.goto(url)
         return page, url
 

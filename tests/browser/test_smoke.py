@@ -13,7 +13,7 @@ pytestmark = pytest.mark.browser
 
 
 def test_a_reviewer_logs_in_and_reads_an_unreviewed_case_with_its_hints(page):
-    log_in(page, "alice")
+    log_in(page, "alice", fresh=True)
     page.get_by_role("link", name="Demo: returns, P7 and policies").click()
     page.get_by_role("link", name="Pro plan questions").click()
     expect(page.get_by_role("heading", name="Cases (3)")).to_be_visible()
