@@ -12,7 +12,7 @@ from datetime import UTC, datetime
 from typing import NamedTuple
 
 from django.db import connection
-from django.db.models import Prefetch
+from django.db.models import Exists, OuterRef, Prefetch
 from django.http import Http404
 
 from cards.blind import Sighted, hidden_from, sightings
@@ -438,33 +438,36 @@ def _card(
     )
 
 
-def review_card(*, run: Run, case_id: str, key: str, membership: Membership) -> Card:
+def review_card(*, run: Run, claim: Claim, membership: Membership) -> Card:
     """One card of a case, whole, from its own rows in a fixed number of queries.
 
     What a compact card loads and what a verdict save answers with: never the whole
-    page. Its hints and re-review flag are the page's (cards.prechecks reads only the
-    claim's passages and the response's retrieved refs); blind review hides the same.
+    page. `claim` comes with its response and case (`claim_for`). Its hints and re-review
+    flag are the page's (cards.prechecks reads only the claim's passages and whether the
+    response retrieved them); blind review hides the same.
     """
-    claim = (
-        Claim.objects.select_related("response__case", "response__expectation")
-        .filter(response__run=run, response__case__case_id=case_id, key=key)
-        .prefetch_related(*CHAINS)
-        .first()
-    )
-    if claim is None:
-        raise Http404("No such claim.")
     response = claim.response
     response.run = run  # already loaded, with its project and snapshot
-    refs = claim.revision_rows[0].citations
+    revisions = list(ClaimRevision.objects.filter(claim_id=claim.pk).order_by("-seq"))
+    verdicts = list(VerdictRevision.objects.filter(claim_id=claim.pk).order_by("-seq"))
+    refs = revisions[0].citations
+    # The claim's passages, each with whether this response retrieved it: one query.
     passages = (
-        {p.ref: p for p in Passage.objects.filter(snapshot_id=run.snapshot_id, ref__in=refs)}
+        {
+            p.ref: p
+            for p in Passage.objects.filter(snapshot_id=run.snapshot_id, ref__in=refs).annotate(
+                retrieved=Exists(
+                    Retrieval.objects.filter(response_id=response.pk, passage_id=OuterRef("pk"))
+                )
+            )
+        }
         if refs
         else {}
     )
     clock = sightings(run=run, response_ids=[response.pk])  # verdicts per annotator: one query
     blind = hidden_from(membership, sightings=clock, response_id=response.pk)
     card = _card(
-        Chain(claim, claim.revision_rows, claim.verdict_rows),
+        Chain(claim, revisions, verdicts),
         viewer_id=membership.user.pk,
         blind=blind,
         sighted={} if blind else clock.of(response.pk),
@@ -473,7 +476,7 @@ def review_card(*, run: Run, case_id: str, key: str, membership: Membership) -> 
     card.full = True
     revision = card.revision
     if not card.withdrawn:
-        retrieved = set(response.retrieved.values_list("passage__ref", flat=True))
+        retrieved = {ref for ref, passage in passages.items() if passage.retrieved}
         facts = ResponseFacts(
             answer=response.text, marker_spans=[], cited_refs=[], retrieved=[],
             passages={ref: _facts(p) for ref, p in passages.items()}, relevant_refs=[],
@@ -533,10 +536,11 @@ def citable_refs(*, response: Response, among: Iterable[str]) -> set[str]:
 
 
 def claim_for(*, run: Run, case_id: str, key: str) -> tuple[Claim, ClaimRevision]:
-    """One claim of a case and its current revision (for a save, without the whole page)."""
-    # One query: the newest revision, its claim and response joined (a save's hot path).
+    """One claim of a case, with its response and case, and its current revision (for a
+    save or one card, without the whole page)."""
+    # One query: the newest revision, its claim, response and case joined (a save's hot path).
     revision = (
-        ClaimRevision.objects.select_related("claim__response")
+        ClaimRevision.objects.select_related("claim__response__case")
         .filter(claim__response__run=run, claim__response__case__case_id=case_id, claim__key=key)
         .order_by("-seq")
         .first()

@@ -79,10 +79,11 @@ def card_detail(
 ) -> HttpResponse:
     """One card whole, from its own rows: what a compact card loads on focus or click."""
     membership, run = run_of(request, slug, run_id)
-    card = review_card(run=run, case_id=case_id, key=key, membership=membership)
+    claim, _ = claim_for(run=run, case_id=case_id, key=key)
     if not request.htmx:
         url = reverse("case_detail", args=[slug, run_id, case_id])
         return redirect(f"{url}?{urlencode({'card': key})}#card-{key}")  # the page, it whole
+    card = review_card(run=run, claim=claim, membership=membership)
     card_forms(card, membership, None)
     return render(request, "cards/review.html#card", card_context(card, membership))
 
@@ -306,7 +307,7 @@ def verdict_add(
                   message=message)  # fmt: skip
         return redirect(reverse("case_detail", args=[slug, run_id, case_id]) + f"#card-{key}")
     # Only the saved card, from its own rows: the page around it is as it was.
-    card = review_card(run=run, case_id=case_id, key=key, membership=membership)
+    card = review_card(run=run, claim=claim, membership=membership)
     submitted = None
     if status != 200:
         # The fresh card, with what the person typed kept, so nothing is lost.
