@@ -1,5 +1,5 @@
-"""The case page's fragment cache: compact cards and the passages section, each keyed by
-the hashes of what it shows (append-only rows sealed by SHA-256: never stale)."""
+"""The case page's fragment cache: compact cards, the answer and the passages section, each
+keyed by the hashes of what it shows (append-only rows sealed by SHA-256: never stale)."""
 
 from __future__ import annotations
 
@@ -92,4 +92,27 @@ def passages_section(context: dict) -> dict:
         html = render_to_string("cards/review.html#passages", context)
         cache.set(key, html, timeout=24 * 3600)
     context["passages_html"] = mark_safe(html)  # our template's own output, escaped there
+    return context
+
+
+def answer_section(context: dict) -> dict:
+    """The page's answer, its pieces coloured by the claims over them, from the cache.
+
+    Keyed by every piece as shown (its text, where it starts, its marker's passage, the
+    claims over it and their support) and the citations placed nowhere: a claim added,
+    rewritten or judged changes a piece, so a new key. Its 60-odd pieces were most of
+    what the page rendered around the cached cards.
+    """
+    page = context["page"]
+    key = _digest(
+        "review-answer", len(page.response.text),
+        [(p.start, p.text, p.citation and p.citation.passage.ref, p.claims, p.support)
+         for p in page.pieces],
+        [(c.marker, c.passage.ref) for c in page.unplaced_citations],
+    )  # fmt: skip
+    html = cache.get(key)
+    if html is None:
+        html = render_to_string("cards/review.html#answer", context)
+        cache.set(key, html, timeout=24 * 3600)
+    context["answer_html"] = mark_safe(html)  # our template's own output, escaped there
     return context

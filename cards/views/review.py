@@ -33,7 +33,7 @@ from cards.services.guards import StaleCard
 from cards.services.reviews import response_mark_complete
 from cards.services.verdicts import verdict_save
 from cards.suggestions import SuggestedClaim
-from cards.views.card_cache import compact_cards, passages_section
+from cards.views.card_cache import answer_section, compact_cards, passages_section
 from cards.views.review_context import (
     add_errors,
     card_context,
@@ -70,7 +70,8 @@ def case_detail(request: HtmxHttpRequest, slug: str, run_id: str, case_id: str) 
     if shown:
         page.card(shown)  # 404 for a claim not of this case
     context = page_context(page, kept=kept, only=shown or None)
-    return render(request, "cards/review.html", passages_section(compact_cards(context)))
+    context = answer_section(passages_section(compact_cards(context)))
+    return render(request, "cards/review.html", context)
 
 
 @require_GET
