@@ -28,7 +28,7 @@ from cards.progress import latest_review_complete
 from cards.rules import refs_for_spans
 from cards.verdicts import current as current_verdict
 from cards.verdicts import is_informed, newest_labels
-from evidence.drift import drifted_from
+from evidence.drift import newer_drift
 from evidence.models import Membership, Passage
 from replay.models import Citation, Response, Retrieval, Run
 
@@ -503,18 +503,7 @@ def _facts(passage: Passage) -> PassageFacts:
 def _drifted_refs(*, run: Run, refs: set[str]) -> dict[str, str]:
     """Refs whose text differs in another snapshot of the project → the newest such snapshot
     when it is newer than this run's ("" when only older ones differ). One query."""
-    if not refs:
-        return {}
-    others = (
-        drifted_from(project_id=run.project_id, snapshot_id=run.snapshot_id, refs=refs)
-        .order_by("snapshot__created_at", "snapshot_id")
-        .values_list("ref", "snapshot__name", "snapshot__created_at")
-    )
-    mine = run.snapshot.created_at
-    drifted: dict[str, str] = {}
-    for ref, name, created in others:
-        drifted[ref] = name if created > mine else drifted.get(ref, "")
-    return drifted
+    return newer_drift(project_id=run.project_id, snapshot_id=run.snapshot_id, refs=refs)
 
 
 def citable_refs(*, response: Response, among: Iterable[str]) -> set[str]:
