@@ -8,8 +8,9 @@ The case of `bundles.review_bundle()` (20 passages × 2 KB, 30 claims × 5 verdi
 fresh PostgreSQL database ($REVIEW_CPU_DB, `evidence_review_cpu`), DEBUG off, through
 Django's test client and the whole middleware: the median `time.process_time()` of a
 request (this process's CPU: Django, the view, the test client; not PostgreSQL's) and
-its query count. Saves go through the HTMX path, spread over the 30 claims, each with
-the reviewer's own newest seq, so none is stale. It asserts nothing about time.
+its query count. Saves go through the HTMX path, spread over the 30 claims (then all on
+the first), each with the reviewer's own newest seq, so none is stale. It asserts
+nothing about time.
 """
 
 from __future__ import annotations
@@ -123,8 +124,8 @@ def measure(args: argparse.Namespace) -> None:
         answer = reviewer.get(f"{CASE}claims/{keys[0]}/card/", **HTMX)
         assert answer.status_code == 200, answer.status_code
 
-    def save() -> None:
-        key = keys[next(turn) % len(keys)]
+    def save(one: bool = False) -> None:
+        key = keys[0 if one else next(turn) % len(keys)]
         data = {
             "support": "partial", "reason": "Measured save.", "seen_claim_seq": claim_seq[key],
             "seen_own_seq": own.get(key, ""), "seen_head_seq": "",
@@ -145,7 +146,9 @@ def measure(args: argparse.Namespace) -> None:
         "case page, reviewer": cpu_ms(page, args.runs),
         "case page, lead": cpu_ms(lambda: page("lead"), args.runs),
         "one card whole (HTMX)": cpu_ms(card, args.runs),
-        "verdict save (HTMX)": cpu_ms(save, args.runs),
+        "verdict save (HTMX), spread over the claims": cpu_ms(save, args.runs),
+        # Every save lengthens the one claim's card: its history and verdicts list.
+        "verdict save (HTMX), all on one claim": cpu_ms(lambda: save(one=True), args.runs),
     }
     size = len(reviewer.get(CASE).content)
     print(f"{DB}, {args.runs} requests each, case page {size / 1000:.0f} KB after the saves")

@@ -53,6 +53,7 @@ class HistoryEntry:
     # A newer revision of the same line replaced it: the claim's, or the same annotator's
     # verdicts (a lead's adjudications and own verdicts are two lines).
     superseded: bool = False
+    html: str = ""  # rendered, from the fragment cache (cards.views.card_cache)
 
 
 class ClaimLine(NamedTuple):

@@ -67,6 +67,45 @@ def compact_cards(context: dict) -> dict:
     return context
 
 
+def whole_rows(card: Card) -> Card:
+    """A whole card's verdicts and history entries, each rendered once and then from the
+    cache: a row is sealed by its hash, and only the flags beside it change its HTML.
+
+    A card shows every verdict of its claim twice (the list and the history): on a claim
+    judged again and again, rendering them grew with every save.
+    """
+    keys = {
+        **{
+            (0, i): _digest("review-verdict", v.sha256, v.pk in card.informed)
+            for i, v in enumerate(card.verdicts)
+        },
+        **{
+            (1, i): _digest(
+                "review-history", e.kind, e.row.sha256, e.superseded, e.informed, card.blind
+            )
+            for i, e in enumerate(card.history)
+        },
+    }  # fmt: skip
+    found = cache.get_many(keys.values())
+    fresh = {}
+    for (kind, i), key in keys.items():
+        if key not in found:
+            context = (
+                {"v": card.verdicts[i], "card": card}
+                if kind == 0
+                else {"entry": card.history[i], "card": card}
+            )
+            partial = "verdict-item" if kind == 0 else "history-entry"
+            found[key] = fresh[key] = render_to_string(f"cards/review.html#{partial}", context)
+        html = mark_safe(found[key])  # our template's own output, escaped there
+        if kind == 0:
+            card.verdicts[i].html = html
+        else:
+            card.history[i].html = html
+    cache.set_many(fresh, timeout=24 * 3600)
+    return card
+
+
 def _shown(passage) -> tuple:
     """What the page shows of a passage, beside its text (which its hash stands for)."""
     return (

@@ -20,6 +20,7 @@ from cards.selectors import (
 )
 from cards.services.guards import StaleCard
 from cards.suggestions import SuggestedClaim, suggestions_for
+from cards.views.card_cache import whole_rows
 from evidence.http import HtmxHttpRequest
 from evidence.models import Membership
 from replay.models import Run
@@ -172,6 +173,7 @@ def card_forms(card: Card, membership: Membership, submitted: VerdictForm | None
     if card.lines:
         raise ValueError(f"Card {card.claim.key} was read compact: name it in `whole`.")
     card.full = True
+    whole_rows(card)
     adjudicating = submitted is not None and submitted["adjudicate"].value() in {True, "True"}
     card.form = verdict_form(card) if submitted is None or adjudicating else submitted
     card.adjudicate_form = None
