@@ -5,14 +5,18 @@ disagreements, the imported annotators offered) in `cards.oversight`."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+import json
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import NamedTuple
 
-from django.db.models import Prefetch
+from django.db import connection
+from django.db.models import Exists, OuterRef, Prefetch
 from django.http import Http404
 
 from cards.blind import Sighted, hidden_from, sightings
-from cards.models import Claim, ClaimRevision, Origin, VerdictRevision
+from cards.models import Claim, ClaimRevision, Origin, Support, VerdictRevision
 from cards.prechecks import (
     ClaimFacts,
     PassageFacts,
@@ -24,7 +28,7 @@ from cards.progress import latest_review_complete
 from cards.rules import refs_for_spans
 from cards.verdicts import current as current_verdict
 from cards.verdicts import is_informed, newest_labels
-from evidence.drift import drifted_from
+from evidence.drift import newer_drift
 from evidence.models import Membership, Passage
 from replay.models import Citation, Response, Retrieval, Run
 
@@ -49,16 +53,56 @@ class HistoryEntry:
     # A newer revision of the same line replaced it: the claim's, or the same annotator's
     # verdicts (a lead's adjudications and own verdicts are two lines).
     superseded: bool = False
+    html: str = ""  # rendered, from the fragment cache (cards.views.card_cache)
+
+
+class ClaimLine(NamedTuple):
+    """A claim as a compact card names it."""
+
+    pk: int
+    key: str
+
+
+class RevisionLine(NamedTuple):
+    """A claim's current revision, the columns a compact card and the page read."""
+
+    seq: int
+    sha256: str
+    text: str
+    kind: str
+    spans: list[list[int]]
+    citations: list[str]
+    withdrawn: bool
+
+
+class VerdictLine(NamedTuple):
+    """A verdict revision, the columns a compact card, the labels and the blind-review
+    clock read (cards.verdicts reads rows by these names)."""
+
+    pk: int
+    claim_id: int
+    seq: int
+    sha256: str
+    author_id: int | None
+    annotator: str
+    origin: str
+    support: str
+    contradicts: bool
+    reason: str
+    created_at: datetime
+
+    def get_support_display(self) -> str:
+        return Support(self.support).label
 
 
 @dataclass
 class Card:
-    claim: Claim
-    revision: ClaimRevision
-    verdicts: list[VerdictRevision]  # visible to the viewer, newest first
-    current: VerdictRevision | None  # the one that colours the card
-    mine: VerdictRevision | None  # the viewer's newest review verdict
-    mine_adjudication: VerdictRevision | None  # the viewer's newest adjudication
+    claim: Claim | ClaimLine
+    revision: ClaimRevision | RevisionLine
+    verdicts: list[VerdictRevision] | list[VerdictLine]  # visible to the viewer, newest first
+    current: VerdictRevision | VerdictLine | None  # the one that colours the card
+    mine: VerdictRevision | VerdictLine | None  # the viewer's newest review verdict
+    mine_adjudication: VerdictRevision | VerdictLine | None  # the viewer's newest adjudication
     history: list[HistoryEntry]
     head_seq: int  # of the chain as the viewer sees it (a blind reviewer: without others')
     attached: list[Passage]
@@ -69,11 +113,14 @@ class Card:
     offered_refs: list[str] = field(default_factory=list)
     # Each other annotator's newest verdict the viewer may see (none while blind), newest
     # first: the header shows them beside the viewer's own.
-    others: list[VerdictRevision] = field(default_factory=list)
+    others: list[VerdictRevision] | list[VerdictLine] = field(default_factory=list)
     disagree: bool = False  # the annotators' labels differ in support: a lead adjudicates
     blind: bool = False  # others' verdicts on this case are hidden from the viewer
     informed: set[int] = field(default_factory=set)  # verdicts saved after seeing others'
     full: bool = False  # shown whole (forms, passages, history), not as a compact stub
+    # Built from the page's narrow read (lines, not model rows: no history, no older
+    # revisions): it can only be shown compact.
+    lines: bool = False
 
     @property
     def withdrawn(self) -> bool:
@@ -126,8 +173,15 @@ CHAINS = (
 )
 
 
-def review_page(*, run: Run, case_id: str, membership: Membership) -> ReviewPage:
-    """Everything the case review page shows, in a fixed number of queries."""
+def review_page(
+    *, run: Run, case_id: str, membership: Membership, whole: Collection[str] | None = None
+) -> ReviewPage:
+    """Everything the case review page shows, in a fixed number of queries.
+
+    `whole` names the cards the caller may show whole (forms, history, passages): those
+    are built from model rows, every other one from the narrow lines a compact card
+    shows (`_lines`). None builds every card whole.
+    """
     response = (
         Response.objects.select_related("case", "expectation", "run__project")
         .filter(run=run, case__case_id=case_id)
@@ -138,9 +192,15 @@ def review_page(*, run: Run, case_id: str, membership: Membership) -> ReviewPage
         raise Http404("No such case in this run.")
     retrieved = list(response.retrieved.select_related("passage").order_by("rank"))
     citations = list(response.citations.select_related("passage").order_by("position"))
-    claims = list(
-        Claim.objects.filter(response=response).order_by("position").prefetch_related(*CHAINS)
-    )
+    if whole is None:
+        chains = [
+            Chain(claim, claim.revision_rows, claim.verdict_rows)
+            for claim in Claim.objects.filter(response=response)
+            .order_by("position")
+            .prefetch_related(*CHAINS)
+        ]
+    else:
+        chains = _lines(response_id=response.pk, whole=whole)
     passages: dict[str, Passage] = {row.passage.ref: row.passage for row in retrieved}
     retrieved_refs = set(passages)
     for citation in citations:
@@ -148,7 +208,7 @@ def review_page(*, run: Run, case_id: str, membership: Membership) -> ReviewPage
     cited_refs = {c.passage.ref for c in citations}
     # A claim may cite a passage its response neither retrieved nor marked (bundle.md): its
     # card shows it and its pre-checks read it. One more query, only when there is one.
-    claim_refs = {ref: None for claim in claims for ref in claim.revision_rows[0].citations}
+    claim_refs = {ref: None for chain in chains for ref in chain.revisions[0].citations}
     if set(claim_refs) - set(passages):
         for passage in Passage.objects.filter(
             snapshot_id=run.snapshot_id, ref__in=set(claim_refs) - set(passages)
@@ -161,8 +221,8 @@ def review_page(*, run: Run, case_id: str, membership: Membership) -> ReviewPage
         response_ids=[response.pk],
         verdicts=[
             (response.pk, v.annotator, v.origin, v.created_at)
-            for claim in claims
-            for v in claim.verdict_rows
+            for chain in chains
+            for v in chain.verdicts
         ],
     )
     # Blind review: until the case opens to them, a reviewer's page is built from their own
@@ -170,8 +230,8 @@ def review_page(*, run: Run, case_id: str, membership: Membership) -> ReviewPage
     blind = hidden_from(membership, sightings=clock, response_id=response.pk)
     sighted: Sighted = {} if blind else clock.of(response.pk)
     cards = [
-        _card(claim, viewer_id=membership.user.pk, blind=blind, sighted=sighted, passages=passages)
-        for claim in claims
+        _card(chain, viewer_id=membership.user.pk, blind=blind, sighted=sighted, passages=passages)
+        for chain in chains
     ]
     informed: set[int] = {pk for card in cards for pk in card.informed}
     facts = ResponseFacts(
@@ -233,21 +293,111 @@ def review_page(*, run: Run, case_id: str, membership: Membership) -> ReviewPage
     )
 
 
+class Chain(NamedTuple):
+    """A claim and its chain as a card is built from, newest first: model rows, or lines
+    (`lines`: the current claim revision only, and the columns a compact card shows)."""
+
+    claim: Claim | ClaimLine
+    revisions: list[ClaimRevision] | list[RevisionLine]
+    verdicts: list[VerdictRevision] | list[VerdictLine]
+    lines: bool = False
+
+
+# A compact card shows the current claim revision and each line's newest verdict: these
+# two reads are all it needs, as tuples. Built as model instances through prefetches,
+# 30 claims × their revisions and verdicts were most of the page's time; as SQL, not the
+# ORM, because compiling the queries cost more CPU than running them (as in
+# cards.services.verdicts). Each probes the (claim, seq) indexes of one response's claims.
+CURRENT_REVISIONS = """
+SELECT c.id, c.key, r.seq, r.sha256, r.text, r.kind, r.spans, r.citations, r.withdrawn
+  FROM cards_claim c
+  JOIN cards_claimrevision r ON r.claim_id = c.id
+ WHERE c.response_id = %s
+   AND r.seq = (SELECT MAX(x.seq) FROM cards_claimrevision x WHERE x.claim_id = c.id)
+ ORDER BY c.position
+"""
+VERDICT_LINES = """
+SELECT v.id, v.claim_id, v.seq, v.sha256, v.author_id, v.annotator, v.origin, v.support,
+       v.contradicts, v.reason, v.created_at
+  FROM cards_verdictrevision v
+  JOIN cards_claim c ON c.id = v.claim_id
+ WHERE c.response_id = %s
+ ORDER BY v.seq DESC
+"""
+
+
+def _lines(*, response_id: int, whole: Collection[str]) -> list[Chain]:
+    """The response's claims in order, each as lines, but those of `whole` as model rows."""
+    with connection.cursor() as cursor:
+        cursor.execute(CURRENT_REVISIONS, [response_id])
+        claims = cursor.fetchall()
+        cursor.execute(VERDICT_LINES, [response_id])
+        verdicts = cursor.fetchall()
+    by_claim: dict[int, list[VerdictLine]] = {pk: [] for pk, *_ in claims}
+    for (
+        pk,
+        claim_id,
+        seq,
+        sha,
+        author,
+        annotator,
+        origin,
+        support,
+        contradicts,
+        reason,
+        at,
+    ) in verdicts:
+        if at.tzinfo is None:  # SQLite's cursor gives naive datetimes, stored in UTC
+            at = at.replace(tzinfo=UTC)
+        by_claim[claim_id].append(
+            VerdictLine(
+                pk, claim_id, seq, sha, author, annotator, origin, support, bool(contradicts),
+                reason, at,
+            )
+        )  # fmt: skip
+    full: dict[str, Chain] = {}
+    if ids := [pk for pk, key, *_ in claims if key in set(whole)]:
+        # Two more queries for the cards shown whole: every revision of their chains.
+        revisions: dict[int, list[ClaimRevision]] = {pk: [] for pk in ids}
+        for row in ClaimRevision.objects.filter(claim_id__in=ids).select_related("claim"):
+            revisions[row.claim_id].append(row)
+        rows: dict[int, list[VerdictRevision]] = {pk: [] for pk in ids}
+        for row in VerdictRevision.objects.filter(claim_id__in=ids).order_by("-seq"):
+            rows[row.claim_id].append(row)
+        for pk in ids:
+            chain = sorted(revisions[pk], key=lambda row: row.seq, reverse=True)
+            full[chain[0].claim.key] = Chain(chain[0].claim, chain, rows[pk])
+    chains = []
+    for pk, key, seq, sha, text, kind, spans, citations, withdrawn in claims:
+        if key in full:
+            chains.append(full[key])
+            continue
+        # JSON arrives as text on both backends (Django decodes it only for model fields).
+        revision = RevisionLine(
+            seq, sha, text, kind, _json(spans), _json(citations), bool(withdrawn)
+        )
+        chains.append(Chain(ClaimLine(pk, key), [revision], by_claim[pk], lines=True))
+    return chains
+
+
+def _json(value):
+    return json.loads(value) if isinstance(value, str) else value
+
+
 def _card(
-    claim: Claim,
+    chain: Chain,
     *,
     viewer_id: int,
     blind: bool,
     sighted: Sighted,
     passages: dict[str, Passage],
 ) -> Card:
-    """One card from its claim's revisions and verdicts (prefetched, newest first).
+    """One card from its claim's revisions and verdicts (newest first).
 
     While blind, only the viewer's own verdicts reach it: others' labels, their count and
-    whether anyone disagrees stay unknown.
+    whether anyone disagrees stay unknown. From lines, it has no history: it is compact.
     """
-    revisions = claim.revision_rows
-    all_verdicts = claim.verdict_rows
+    claim, revisions, all_verdicts = chain.claim, chain.revisions, chain.verdicts
     own = [v for v in all_verdicts if v.author_id == viewer_id]
     mine = next((v for v in own if v.origin == Origin.REVIEW), None)
     mine_adjudication = next((v for v in own if v.origin == Origin.ADJUDICATION), None)
@@ -256,16 +406,18 @@ def _card(
     newest: dict[tuple[str, str], VerdictRevision] = {}  # each line's newest: the others' stay
     for verdict in visible:
         newest.setdefault((verdict.annotator, verdict.origin), verdict)
-    history = [
-        HistoryEntry(r.seq, "claim", r, superseded=r is not revisions[0]) for r in revisions
-    ] + [
-        HistoryEntry(
-            v.seq, "verdict", v, v.pk in informed,
-            superseded=newest[(v.annotator, v.origin)] is not v,
-        )
-        for v in visible
-    ]  # fmt: skip
-    history.sort(key=lambda entry: entry.seq, reverse=True)
+    history = []
+    if not chain.lines:
+        history = [
+            HistoryEntry(r.seq, "claim", r, superseded=r is not revisions[0]) for r in revisions
+        ] + [
+            HistoryEntry(
+                v.seq, "verdict", v, v.pk in informed,
+                superseded=newest[(v.annotator, v.origin)] is not v,
+            )
+            for v in visible
+        ]  # fmt: skip
+        history.sort(key=lambda entry: entry.seq, reverse=True)
     labels = {} if blind else newest_labels(all_verdicts, sighted=sighted)
     current_revision = revisions[0]
     return Card(
@@ -283,36 +435,40 @@ def _card(
         disagree=len({v.support for v in labels.values()}) > 1,
         blind=blind,
         informed=informed,
+        lines=chain.lines,
     )
 
 
-def review_card(*, run: Run, case_id: str, key: str, membership: Membership) -> Card:
+def review_card(*, run: Run, claim: Claim, membership: Membership) -> Card:
     """One card of a case, whole, from its own rows in a fixed number of queries.
 
     What a compact card loads and what a verdict save answers with: never the whole
-    page. Its hints and re-review flag are the page's (cards.prechecks reads only the
-    claim's passages and the response's retrieved refs); blind review hides the same.
+    page. `claim` comes with its response and case (`claim_for`). Its hints and re-review
+    flag are the page's (cards.prechecks reads only the claim's passages and whether the
+    response retrieved them); blind review hides the same.
     """
-    claim = (
-        Claim.objects.select_related("response__case", "response__expectation")
-        .filter(response__run=run, response__case__case_id=case_id, key=key)
-        .prefetch_related(*CHAINS)
-        .first()
-    )
-    if claim is None:
-        raise Http404("No such claim.")
     response = claim.response
     response.run = run  # already loaded, with its project and snapshot
-    refs = claim.revision_rows[0].citations
+    revisions = list(ClaimRevision.objects.filter(claim_id=claim.pk).order_by("-seq"))
+    verdicts = list(VerdictRevision.objects.filter(claim_id=claim.pk).order_by("-seq"))
+    refs = revisions[0].citations
+    # The claim's passages, each with whether this response retrieved it: one query.
     passages = (
-        {p.ref: p for p in Passage.objects.filter(snapshot_id=run.snapshot_id, ref__in=refs)}
+        {
+            p.ref: p
+            for p in Passage.objects.filter(snapshot_id=run.snapshot_id, ref__in=refs).annotate(
+                retrieved=Exists(
+                    Retrieval.objects.filter(response_id=response.pk, passage_id=OuterRef("pk"))
+                )
+            )
+        }
         if refs
         else {}
     )
     clock = sightings(run=run, response_ids=[response.pk])  # verdicts per annotator: one query
     blind = hidden_from(membership, sightings=clock, response_id=response.pk)
     card = _card(
-        claim,
+        Chain(claim, revisions, verdicts),
         viewer_id=membership.user.pk,
         blind=blind,
         sighted={} if blind else clock.of(response.pk),
@@ -321,7 +477,7 @@ def review_card(*, run: Run, case_id: str, key: str, membership: Membership) -> 
     card.full = True
     revision = card.revision
     if not card.withdrawn:
-        retrieved = set(response.retrieved.values_list("passage__ref", flat=True))
+        retrieved = {ref for ref, passage in passages.items() if passage.retrieved}
         facts = ResponseFacts(
             answer=response.text, marker_spans=[], cited_refs=[], retrieved=[],
             passages={ref: _facts(p) for ref, p in passages.items()}, relevant_refs=[],
@@ -348,18 +504,7 @@ def _facts(passage: Passage) -> PassageFacts:
 def _drifted_refs(*, run: Run, refs: set[str]) -> dict[str, str]:
     """Refs whose text differs in another snapshot of the project → the newest such snapshot
     when it is newer than this run's ("" when only older ones differ). One query."""
-    if not refs:
-        return {}
-    others = (
-        drifted_from(project_id=run.project_id, snapshot_id=run.snapshot_id, refs=refs)
-        .order_by("snapshot__created_at", "snapshot_id")
-        .values_list("ref", "snapshot__name", "snapshot__created_at")
-    )
-    mine = run.snapshot.created_at
-    drifted: dict[str, str] = {}
-    for ref, name, created in others:
-        drifted[ref] = name if created > mine else drifted.get(ref, "")
-    return drifted
+    return newer_drift(project_id=run.project_id, snapshot_id=run.snapshot_id, refs=refs)
 
 
 def citable_refs(*, response: Response, among: Iterable[str]) -> set[str]:
@@ -381,10 +526,11 @@ def citable_refs(*, response: Response, among: Iterable[str]) -> set[str]:
 
 
 def claim_for(*, run: Run, case_id: str, key: str) -> tuple[Claim, ClaimRevision]:
-    """One claim of a case and its current revision (for a save, without the whole page)."""
-    # One query: the newest revision, its claim and response joined (a save's hot path).
+    """One claim of a case, with its response and case, and its current revision (for a
+    save or one card, without the whole page)."""
+    # One query: the newest revision, its claim, response and case joined (a save's hot path).
     revision = (
-        ClaimRevision.objects.select_related("claim__response")
+        ClaimRevision.objects.select_related("claim__response__case")
         .filter(claim__response__run=run, claim__response__case__case_id=case_id, claim__key=key)
         .order_by("-seq")
         .first()

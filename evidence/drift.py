@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
+from django.db import connection
 from django.db.models import Count, F, OuterRef, QuerySet, Subquery
 
 from evidence.models import Passage
@@ -41,6 +42,38 @@ def drifted_refs_of(*, snapshot_id: int, project_id: int, refs: Collection[str])
         return set()
     rows = drifted_from(project_id=project_id, snapshot_id=snapshot_id, refs=refs)
     return set(rows.values_list("ref", flat=True))
+
+
+# `drifted_from` for a few refs, as SQL: the case page and every card ask it on each
+# load, and compiling the ORM's subquery cost more CPU than running it. The same rule: a
+# passage of another snapshot of the project whose text differs from this snapshot's
+# passage of the same ref (none: nothing to differ from).
+NEWER_DRIFT = """
+SELECT o.ref, s.name, s.created_at > me.created_at
+  FROM evidence_passage o
+  JOIN evidence_snapshot s ON s.id = o.snapshot_id
+  JOIN evidence_passage m ON m.snapshot_id = %s AND m.ref = o.ref
+  JOIN evidence_snapshot me ON me.id = m.snapshot_id
+ WHERE s.project_id = %s AND o.snapshot_id <> %s AND o.sha256 <> m.sha256 AND o.ref IN ({refs})
+ ORDER BY s.created_at, s.id
+"""
+
+
+def newer_drift(*, project_id: int, snapshot_id: int, refs: Collection[str]) -> dict[str, str]:
+    """Refs among `refs` whose text differs in another snapshot of the project → the newest
+    such snapshot's name when it is newer than this one ("" when only older ones differ).
+    One query."""
+    refs = sorted(set(refs))
+    if not refs:
+        return {}
+    sql = NEWER_DRIFT.format(refs=", ".join(["%s"] * len(refs)))
+    with connection.cursor() as cursor:
+        cursor.execute(sql, [snapshot_id, project_id, snapshot_id, *refs])
+        rows = cursor.fetchall()
+    drifted: dict[str, str] = {}
+    for ref, name, newer in rows:  # oldest first: a newer snapshot's name stays
+        drifted[ref] = name if newer else drifted.get(ref, "")
+    return drifted
 
 
 def drift_between(*, snapshot_a: int, snapshot_b: int, project_id: int) -> dict[str, tuple]:

@@ -45,7 +45,7 @@ def case_unblind(request: HtmxHttpRequest, slug: str, run_id: str, case_id: str)
     if not request.htmx:
         return redirect(url)
     # The lead's own page does not change (a lead sees every verdict): only its status row.
-    page = review_page(run=run, case_id=case_id, membership=membership)
+    page = review_page(run=run, case_id=case_id, membership=membership, whole=[])
     context = {
         "project": membership.project, "run": run, "membership": membership, "page": page,
         "response": page.response, "partial_messages": True,

@@ -1,5 +1,5 @@
-"""The case page's fragment cache: compact cards and the passages section, each keyed by
-the hashes of what it shows (append-only rows sealed by SHA-256: never stale)."""
+"""The case page's fragment cache: compact cards, the answer and the passages section, each
+keyed by the hashes of what it shows (append-only rows sealed by SHA-256: never stale)."""
 
 from __future__ import annotations
 
@@ -67,6 +67,45 @@ def compact_cards(context: dict) -> dict:
     return context
 
 
+def whole_rows(card: Card) -> Card:
+    """A whole card's verdicts and history entries, each rendered once and then from the
+    cache: a row is sealed by its hash, and only the flags beside it change its HTML.
+
+    A card shows every verdict of its claim twice (the list and the history): on a claim
+    judged again and again, rendering them grew with every save.
+    """
+    keys = {
+        **{
+            (0, i): _digest("review-verdict", v.sha256, v.pk in card.informed)
+            for i, v in enumerate(card.verdicts)
+        },
+        **{
+            (1, i): _digest(
+                "review-history", e.kind, e.row.sha256, e.superseded, e.informed, card.blind
+            )
+            for i, e in enumerate(card.history)
+        },
+    }  # fmt: skip
+    found = cache.get_many(keys.values())
+    fresh = {}
+    for (kind, i), key in keys.items():
+        if key not in found:
+            context = (
+                {"v": card.verdicts[i], "card": card}
+                if kind == 0
+                else {"entry": card.history[i], "card": card}
+            )
+            partial = "verdict-item" if kind == 0 else "history-entry"
+            found[key] = fresh[key] = render_to_string(f"cards/review.html#{partial}", context)
+        html = mark_safe(found[key])  # our template's own output, escaped there
+        if kind == 0:
+            card.verdicts[i].html = html
+        else:
+            card.history[i].html = html
+    cache.set_many(fresh, timeout=24 * 3600)
+    return card
+
+
 def _shown(passage) -> tuple:
     """What the page shows of a passage, beside its text (which its hash stands for)."""
     return (
@@ -92,4 +131,27 @@ def passages_section(context: dict) -> dict:
         html = render_to_string("cards/review.html#passages", context)
         cache.set(key, html, timeout=24 * 3600)
     context["passages_html"] = mark_safe(html)  # our template's own output, escaped there
+    return context
+
+
+def answer_section(context: dict) -> dict:
+    """The page's answer, its pieces coloured by the claims over them, from the cache.
+
+    Keyed by every piece as shown (its text, where it starts, its marker's passage, the
+    claims over it and their support) and the citations placed nowhere: a claim added,
+    rewritten or judged changes a piece, so a new key. Its 60-odd pieces were most of
+    what the page rendered around the cached cards.
+    """
+    page = context["page"]
+    key = _digest(
+        "review-answer", len(page.response.text),
+        [(p.start, p.text, p.citation and p.citation.passage.ref, p.claims, p.support)
+         for p in page.pieces],
+        [(c.marker, c.passage.ref) for c in page.unplaced_citations],
+    )  # fmt: skip
+    html = cache.get(key)
+    if html is None:
+        html = render_to_string("cards/review.html#answer", context)
+        cache.set(key, html, timeout=24 * 3600)
+    context["answer_html"] = mark_safe(html)  # our template's own output, escaped there
     return context

@@ -33,7 +33,7 @@ from cards.services.guards import StaleCard
 from cards.services.reviews import response_mark_complete
 from cards.services.verdicts import verdict_save
 from cards.suggestions import SuggestedClaim
-from cards.views.card_cache import compact_cards, passages_section
+from cards.views.card_cache import answer_section, compact_cards, passages_section
 from cards.views.review_context import (
     add_errors,
     card_context,
@@ -42,6 +42,7 @@ from cards.views.review_context import (
     errors_of,
     joined,
     keep_typed,
+    kept_key,
     page_context,
     page_of,
     refusal_of,
@@ -55,20 +56,22 @@ from evidence.http import HtmxHttpRequest
 
 @require_GET
 def case_detail(request: HtmxHttpRequest, slug: str, run_id: str, case_id: str) -> HttpResponse:
-    page = page_of(request, slug, run_id, case_id)
     revise = request.GET.get("revise")
+    # ?card=KEY: that card whole, as a compact card's link shows it without JavaScript.
+    shown = request.GET.get("card")
+    whole = [revise] if revise else [*([shown] if shown else []), *kept_key(request)]
+    page = page_of(request, slug, run_id, case_id, whole=whole)
     if revise:  # the rewrite form of one card, on demand (30 of them would double the page)
         card = page.card(revise)
         context = page_context(page, card=card, revise_key=revise, only=revise)
         template = "cards/review.html#revise" if request.htmx else "cards/review.html"
         return render(request, template, context)
     kept = take_kept(request, page)
-    # ?card=KEY: that card whole, as a compact card's link shows it without JavaScript.
-    shown = request.GET.get("card")
     if shown:
         page.card(shown)  # 404 for a claim not of this case
     context = page_context(page, kept=kept, only=shown or None)
-    return render(request, "cards/review.html", passages_section(compact_cards(context)))
+    context = answer_section(passages_section(compact_cards(context)))
+    return render(request, "cards/review.html", context)
 
 
 @require_GET
@@ -77,10 +80,11 @@ def card_detail(
 ) -> HttpResponse:
     """One card whole, from its own rows: what a compact card loads on focus or click."""
     membership, run = run_of(request, slug, run_id)
-    card = review_card(run=run, case_id=case_id, key=key, membership=membership)
+    claim, _ = claim_for(run=run, case_id=case_id, key=key)
     if not request.htmx:
         url = reverse("case_detail", args=[slug, run_id, case_id])
         return redirect(f"{url}?{urlencode({'card': key})}#card-{key}")  # the page, it whole
+    card = review_card(run=run, claim=claim, membership=membership)
     card_forms(card, membership, None)
     return render(request, "cards/review.html#card", card_context(card, membership))
 
@@ -89,10 +93,11 @@ def card_detail(
 def claim_suggestions(
     request: HtmxHttpRequest, slug: str, run_id: str, case_id: str
 ) -> HttpResponse:
-    page = page_of(request, slug, run_id, case_id)
-    kept = None if request.htmx else take_kept(request, page)
     # The partial shows no card; the page may show one whole (?card=KEY, a claim just added).
     only = "" if request.htmx else request.GET.get("card") or None
+    whole = [] if request.htmx else [*([only] if only else []), *kept_key(request)]
+    page = page_of(request, slug, run_id, case_id, whole=whole)
+    kept = None if request.htmx else take_kept(request, page)
     context = page_context(page, kept=kept, only=only, suggestions=suggestion_rows(page, kept))
     template = "cards/review.html#suggestions" if request.htmx else "cards/review.html"
     return render(request, template, context)
@@ -104,7 +109,7 @@ def claim_suggestions(
 @require_POST
 def claim_add(request: HtmxHttpRequest, slug: str, run_id: str, case_id: str) -> HttpResponse:
     """Add a claim from the add form, an accepted suggestion (or part), or merged suggestions."""
-    page = page_of(request, slug, run_id, case_id)
+    page = page_of(request, slug, run_id, case_id, whole=[])
     expectation = page.response.expectation
     data = request.POST.copy()
     origin = data.get("origin", "add")  # "add", "suggestion" or "merge": the form it came from
@@ -159,7 +164,7 @@ def claim_add(request: HtmxHttpRequest, slug: str, run_id: str, case_id: str) ->
         return redirect(
             case_url(page, f"card-{claim.key}", name="claim_suggestions", card=claim.key)
         )
-    page = page_of(request, slug, run_id, case_id)
+    page = page_of(request, slug, run_id, case_id, whole=[claim.key])
     card = page.card(claim.key)
     # The suggestions are open: mark the ones the claim took (the others, and what is
     # typed in them, stay as they are).
@@ -179,7 +184,7 @@ def claim_add(request: HtmxHttpRequest, slug: str, run_id: str, case_id: str) ->
 def claim_change(
     request: HtmxHttpRequest, slug: str, run_id: str, case_id: str, key: str
 ) -> HttpResponse:
-    page = page_of(request, slug, run_id, case_id)
+    page = page_of(request, slug, run_id, case_id, whole=[key])
     card = page.card(key)
     expectation = page.response.expectation
     refs = [passage.ref for passage in page.attachable]
@@ -215,7 +220,7 @@ def claim_attach(
     request: HtmxHttpRequest, slug: str, run_id: str, case_id: str, key: str
 ) -> HttpResponse:
     """Attach a citation of the claim's sentence: one action on the card."""
-    page = page_of(request, slug, run_id, case_id)
+    page = page_of(request, slug, run_id, case_id, whole=[key])
     card = page.card(key)
     status, message, revision = 200, "", None
     try:
@@ -247,7 +252,7 @@ def _card_answer(
             keep_typed(request, page.response.pk, action=action, key=key, message=message)
         return redirect(case_url(page, f"card-{key}"))
     page = review_page(run=page.response.run, case_id=page.response.case.case_id,
-                       membership=page.membership)  # fmt: skip
+                       membership=page.membership, whole=[key])  # fmt: skip
     card = page.card(key)
     extra = {"notice": notice, "notice_key": key} if revision else {}
     if revision is None and action == "revise":
@@ -303,7 +308,7 @@ def verdict_add(
                   message=message)  # fmt: skip
         return redirect(reverse("case_detail", args=[slug, run_id, case_id]) + f"#card-{key}")
     # Only the saved card, from its own rows: the page around it is as it was.
-    card = review_card(run=run, case_id=case_id, key=key, membership=membership)
+    card = review_card(run=run, claim=claim, membership=membership)
     submitted = None
     if status != 200:
         # The fresh card, with what the person typed kept, so nothing is lost.
@@ -329,7 +334,7 @@ def verdict_add(
 def review_complete(
     request: HtmxHttpRequest, slug: str, run_id: str, case_id: str
 ) -> HttpResponse:
-    page = page_of(request, slug, run_id, case_id)
+    page = page_of(request, slug, run_id, case_id, whole=[])
     was_blind = page.blind
     complete = request.POST.get("complete", "1") != "0"
     status = 200
@@ -349,7 +354,7 @@ def review_complete(
         )
     if not request.htmx:
         return redirect(case_url(page, "review-status" if status != 200 else ""))
-    page = page_of(request, slug, run_id, case_id)
+    page = page_of(request, slug, run_id, case_id, whole=[])
     if request.htmx and was_blind and not page.blind:
         # Blind review is over for this reviewer: every card changes, not only the status.
         context = compact_cards(page_context(page, partial_messages=True))

@@ -3,6 +3,7 @@ cards' forms, and what a refused plain post typed (kept in the session, shown on
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from urllib.parse import urlencode
 
 from django.core.exceptions import ValidationError
@@ -19,11 +20,11 @@ from cards.selectors import (
 )
 from cards.services.guards import StaleCard
 from cards.suggestions import SuggestedClaim, suggestions_for
-from evidence.access import membership_for
+from cards.views.card_cache import whole_rows
 from evidence.http import HtmxHttpRequest
 from evidence.models import Membership
 from replay.models import Run
-from replay.selectors import run_for_project
+from replay.selectors import run_for_member
 
 # The session key of a refused plain post: its message and what was typed, shown once.
 KEPT = "review-kept"
@@ -31,13 +32,15 @@ KEPT = "review-kept"
 
 def run_of(request: HtmxHttpRequest, slug: str, run_id: str) -> tuple[Membership, Run]:
     """The viewer's membership and the run, or 404 (an outsider, another project's run)."""
-    membership = membership_for(user=request.user, slug=slug)
-    return membership, run_for_project(project=membership.project, run_id=run_id)
+    return run_for_member(user=request.user, slug=slug, run_id=run_id)
 
 
-def page_of(request: HtmxHttpRequest, slug: str, run_id: str, case_id: str) -> ReviewPage:
+def page_of(
+    request: HtmxHttpRequest, slug: str, run_id: str, case_id: str, *, whole: Collection[str]
+) -> ReviewPage:
+    """The case page, the cards of `whole` (claim keys) built to be shown whole."""
     membership, run = run_of(request, slug, run_id)
-    return review_page(run=run, case_id=case_id, membership=membership)
+    return review_page(run=run, case_id=case_id, membership=membership, whole=whole)
 
 
 def case_url(
@@ -60,6 +63,12 @@ def keep_typed(request: HtmxHttpRequest, response_id: int, *, action: str, **ent
     """Keep a plain post's outcome (a message, what was typed) for the page it redirects to."""
     data = {k: request.POST.getlist(k) for k in request.POST if k != "csrfmiddlewaretoken"}
     request.session[KEPT] = {"response": response_id, "action": action, "data": data, **entry}
+
+
+def kept_key(request: HtmxHttpRequest) -> list[str]:
+    """The claim whose card a kept entry shows whole, if any (before `take_kept`)."""
+    key = (request.session.get(KEPT) or {}).get("key")
+    return [key] if key else []
 
 
 def take_kept(request: HtmxHttpRequest, page: ReviewPage) -> dict | None:
@@ -161,7 +170,10 @@ def card_forms(card: Card, membership: Membership, submitted: VerdictForm | None
     A lead adjudicates only where the annotators disagree; a refused adjudication comes
     back wherever it was posted, so what was typed is never lost.
     """
+    if card.lines:
+        raise ValueError(f"Card {card.claim.key} was read compact: name it in `whole`.")
     card.full = True
+    whole_rows(card)
     adjudicating = submitted is not None and submitted["adjudicate"].value() in {True, "True"}
     card.form = verdict_form(card) if submitted is None or adjudicating else submitted
     card.adjudicate_form = None

@@ -379,12 +379,12 @@ def test_the_blind_case_page_of_a_lead_takes_a_fixed_number_of_queries(
     client, blind, claim, lead, second_reviewer, django_assert_max_num_queries
 ):
     client.force_login(lead)
-    with django_assert_max_num_queries(14) as one:
+    with django_assert_max_num_queries(12) as one:
         client.get(CASE)
     for text, span in (("Refunds start later.", [132, 192]), ("Not said.", [201, 249])):
         added = claim_create(response=claim.response, author=lead, text=text, spans=[span])
         judge(added, second_reviewer, "partial", "bob")
     judge(claim, second_reviewer, "partial", "bob")
-    with django_assert_max_num_queries(14) as three:
+    with django_assert_max_num_queries(12) as three:
         client.get(CASE)
     assert len(one.captured_queries) == len(three.captured_queries)

@@ -886,13 +886,13 @@ def test_the_case_page_query_count_does_not_grow_with_claims(
     count_both(
         client,
         django_assert_max_num_queries,
-        11,
+        9,
         lambda run_id: client.get(_case_url(run_id, "case-0")),
     )
 
 
 @pytest.mark.parametrize(
-    ("blind_review", "limit"), [(False, 10), (True, 14)], ids=["open", "blind"]
+    ("blind_review", "limit"), [(False, 8), (True, 12)], ids=["open", "blind"]
 )
 def test_a_whole_card_query_count_does_not_grow_with_claims(
     client, reviewer, sized_runs, django_assert_max_num_queries, request, blind_review, limit
@@ -918,7 +918,7 @@ def test_a_verdict_save_query_count_does_not_grow_with_claims(
     count_both(
         client,
         django_assert_max_num_queries,
-        21,
+        13,
         lambda run_id: client.post(
             verdict_url(run_id, "case-0", "c1"),
             {**forms[run_id], "support": "supported", "reason": "Passage 0 says 10."},
@@ -935,7 +935,7 @@ def test_a_refused_verdict_query_count_does_not_grow_with_claims(
     count_both(
         client,
         django_assert_max_num_queries,
-        12,
+        8,
         lambda run_id: client.post(
             verdict_url(run_id, "case-0", "c1"),
             {**forms[run_id], "support": "supported", "reason": " "},
@@ -951,7 +951,7 @@ def test_adding_a_claim_query_count_does_not_grow_with_claims(
     count_both(
         client,
         django_assert_max_num_queries,
-        30,
+        27,
         lambda run_id: client.post(
             _case_url(run_id, "case-0", "claim_add"),
             {"text": "The limit is 10 units.", "spans": "0-21", "kind": "factual"},
@@ -967,7 +967,7 @@ def test_revising_a_claim_query_count_does_not_grow_with_claims(
     count_both(
         client,
         django_assert_max_num_queries,
-        30,
+        27,
         lambda run_id: client.post(
             _case_url(run_id, "case-0", "claim_change", "c1"),
             {
@@ -989,7 +989,7 @@ def test_completing_query_count_does_not_grow_with_claims(
     count_both(
         client,
         django_assert_max_num_queries,
-        24,
+        20,
         lambda run_id: client.post(
             _case_url(run_id, "case-0", "review_complete"), {"complete": "0"}, **HTMX
         ),
@@ -1003,7 +1003,7 @@ def test_suggestions_query_count_does_not_grow_with_claims(
     count_both(
         client,
         django_assert_max_num_queries,
-        12,
+        10,
         lambda run_id: client.get(_case_url(run_id, "case-0", "claim_suggestions"), **HTMX),
     )
 
@@ -1012,11 +1012,11 @@ def test_the_blind_case_page_query_count_does_not_grow_with_claims(
     client, blind, reviewer, sized_runs, django_assert_max_num_queries
 ):
     client.force_login(reviewer)
-    # 14: the blind-review clock reads review marks, unblindings and the project's leads.
+    # 12: the blind-review clock reads review marks, unblindings and the project's leads.
     count_both(
         client,
         django_assert_max_num_queries,
-        14,
+        12,
         lambda run_id: client.get(_case_url(run_id, "case-0")),
     )
 
@@ -1120,7 +1120,7 @@ def test_attaching_query_count_does_not_grow_with_claims(
     count_both(
         client,
         django_assert_max_num_queries,
-        32,
+        31,
         lambda run_id: client.post(
             _case_url(run_id, "case-0", "claim_attach", keys[run_id]),
             {"ref": "doc0@v1#c0", "seen_claim_seq": 1},

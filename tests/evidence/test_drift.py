@@ -3,10 +3,18 @@
 
 from __future__ import annotations
 
+from datetime import timedelta
+
 import pytest
 
 from evidence.canonical import text_sha256
-from evidence.drift import drift_between, drifted_from, drifted_refs_of, project_drifted_refs
+from evidence.drift import (
+    drift_between,
+    drifted_from,
+    drifted_refs_of,
+    newer_drift,
+    project_drifted_refs,
+)
 from evidence.models import Passage, Project, Snapshot
 
 pytestmark = pytest.mark.django_db
@@ -63,3 +71,28 @@ def test_drift_between_two_snapshots_names_both_hashes_in_order(snapshots):
 def test_a_projects_drifted_refs_are_those_with_several_texts(snapshots):
     project, _, _ = snapshots
     assert list(project_drifted_refs(project_id=project.pk)) == ["D@v1#a"]
+
+
+def test_newer_drift_names_the_newest_snapshot_that_changed_a_text_and_not_an_older_one(
+    snapshots,
+):
+    project, old, new = snapshots
+    refs = ["D@v1#a", "D@v1#b", "D@v1#c", "D@v1#z"]
+    newest = Snapshot.objects.create(project=project, name="2026-03")
+    _passage(newest, "D@v1#a", "Returns within 7 days.")
+    _passage(newest, "D@v1#b", "Same text.")
+    # Snapshots made in one transaction share a creation time: order them as time would.
+    for months, snapshot in enumerate([old, new, newest]):
+        Snapshot.objects.filter(pk=snapshot.pk).update(
+            created_at=old.created_at + timedelta(days=31 * months)
+        )
+    assert newer_drift(project_id=project.pk, snapshot_id=old.pk, refs=refs) == {
+        "D@v1#a": "2026-03"
+    }
+    assert newer_drift(project_id=project.pk, snapshot_id=newest.pk, refs=refs) == {
+        "D@v1#a": ""
+    }  # only older snapshots differ: drift, nothing newer to look at
+    assert newer_drift(project_id=project.pk, snapshot_id=new.pk, refs=[]) == {}
+    assert set(newer_drift(project_id=project.pk, snapshot_id=new.pk, refs=refs)) == (
+        drifted_refs_of(snapshot_id=new.pk, project_id=project.pk, refs=refs)
+    )

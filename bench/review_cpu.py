@@ -1,0 +1,160 @@
+"""CPU time per case page and per verdict save, in-process: steadier than wall time on a
+shared machine.
+
+    .venv/bin/python bench/review_cpu.py                  # 200 requests of each
+    .venv/bin/python bench/review_cpu.py --runs 50 --profile page
+
+The case of `bundles.review_bundle()` (20 passages × 2 KB, 30 claims × 5 verdicts) on a
+fresh PostgreSQL database ($REVIEW_CPU_DB, `evidence_review_cpu`), DEBUG off, through
+Django's test client and the whole middleware: the median `time.process_time()` of a
+request (this process's CPU: Django, the view, the test client; not PostgreSQL's) and
+its query count. Saves go through the HTMX path, spread over the 30 claims (then all on
+the first), each with the reviewer's own newest seq, so none is stale. It asserts
+nothing about time.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import os
+import pstats
+import re
+import statistics
+import time
+from collections.abc import Callable
+
+from bundles import REVIEW_CASE_ID, REVIEW_RUN_ID, import_lines, review_bundle
+from harness import Postgres, code_state, django_env, log, setup_django
+
+DB = os.environ.get("REVIEW_CPU_DB", "evidence_review_cpu")
+SLUG = "bench-review"
+CASE = f"/p/{SLUG}/runs/{REVIEW_RUN_ID}/cases/{REVIEW_CASE_ID}/"
+HTMX = {"HTTP_HX_REQUEST": "true"}
+
+
+def cpu_ms(fn: Callable[[], object], runs: int) -> tuple[float, int]:
+    """Median CPU milliseconds of `fn` over `runs` calls, and the queries of the last one."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    samples = []
+    for _ in range(runs):
+        started = time.process_time()
+        fn()
+        samples.append((time.process_time() - started) * 1000)
+    with CaptureQueriesContext(connection) as queries:
+        fn()
+    return statistics.median(samples), len(queries.captured_queries)
+
+
+def profile(fn: Callable[[], object], runs: int) -> None:
+    profiler = cProfile.Profile()
+    profiler.enable()
+    for _ in range(runs):
+        fn()
+    profiler.disable()
+    if os.environ.get("PROFILE_OUT"):
+        profiler.dump_stats(os.environ["PROFILE_OUT"])
+    stats = pstats.Stats(profiler)
+    stats.sort_stats("tottime").print_stats(25)
+    stats.sort_stats("cumulative").print_stats(45)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--runs", type=int, default=200, help="requests of each (200)")
+    parser.add_argument("--profile", choices=["page", "save", "card"], help="cProfile one")
+    parser.add_argument("--keep", action="store_true", help="keep the database")
+    args = parser.parse_args()
+    log(f"code: {code_state()}")
+    pg = Postgres()
+    try:
+        pg.fresh(DB)
+        setup_django(django_env(pg.url(DB), ALLOWED_HOSTS="testserver"))
+        measure(args)
+    finally:
+        from django.db import connections
+
+        connections.close_all()
+        if not args.keep:
+            pg.drop(DB)
+        pg.close()
+
+
+def prepare() -> tuple[dict, dict[str, int]]:
+    """Migrate, import the case, log a reviewer and a lead in: (clients, claim key → seq)."""
+    from django.contrib.auth import get_user_model
+    from django.core.management import call_command
+    from django.test import Client
+
+    from cards.models import ClaimRevision
+    from evidence.models import Project, Role
+    from evidence.services import membership_set
+
+    call_command("migrate", verbosity=0, interactive=False)
+    import_lines(review_bundle(), project=SLUG, create_project=True)
+    project = Project.objects.get(slug=SLUG)
+    clients = {}
+    for name, role in (("reviewer", Role.REVIEWER), ("lead", Role.LEAD)):
+        user = get_user_model().objects.create_user(username=f"cpu-{name}")
+        membership_set(project=project, user=user, role=role)
+        clients[name] = Client()
+        clients[name].force_login(user)
+    claim_seq = dict(
+        ClaimRevision.objects.filter(claim__response__run__run_id=REVIEW_RUN_ID)
+        .order_by("seq")
+        .values_list("claim__key", "seq")
+    )
+    return clients, claim_seq
+
+
+def measure(args: argparse.Namespace) -> None:
+    clients, claim_seq = prepare()
+    keys = list(claim_seq)
+    reviewer = clients["reviewer"]
+    own: dict[str, str] = {}
+    turn = iter(range(10**9))
+
+    def page(who: str = "reviewer") -> None:
+        answer = clients[who].get(CASE)
+        assert answer.status_code == 200, answer.status_code
+
+    def card() -> None:
+        answer = reviewer.get(f"{CASE}claims/{keys[0]}/card/", **HTMX)
+        assert answer.status_code == 200, answer.status_code
+
+    def save(one: bool = False) -> None:
+        key = keys[0 if one else next(turn) % len(keys)]
+        data = {
+            "support": "partial", "reason": "Measured save.", "seen_claim_seq": claim_seq[key],
+            "seen_own_seq": own.get(key, ""), "seen_head_seq": "",
+        }  # fmt: skip
+        answer = reviewer.post(f"{CASE}claims/{key}/verdict/", data, **HTMX)
+        assert answer.status_code == 200, (answer.status_code, answer.content[:300])
+        own[key] = re.search(rb'name="seen_own_seq" value="(\d+)"', answer.content)[1].decode()
+
+    for _ in range(10):  # warm: templates compiled, the card cache filled
+        page()
+        page("lead")
+        card()
+    if args.profile:
+        fn = {"page": page, "save": save, "card": card}[args.profile]
+        profile(fn, args.runs)
+        return
+    figures = {
+        "case page, reviewer": cpu_ms(page, args.runs),
+        "case page, lead": cpu_ms(lambda: page("lead"), args.runs),
+        "one card whole (HTMX)": cpu_ms(card, args.runs),
+        "verdict save (HTMX), spread over the claims": cpu_ms(save, args.runs),
+        # Every save lengthens the one claim's card: its history and verdicts list.
+        "verdict save (HTMX), all on one claim": cpu_ms(lambda: save(one=True), args.runs),
+    }
+    size = len(reviewer.get(CASE).content)
+    print(f"{DB}, {args.runs} requests each, case page {size / 1000:.0f} KB after the saves")
+    for name, (ms, queries) in figures.items():
+        print(f"  {ms:7.2f} CPU-ms  {queries:3d} queries  {name}")
+
+
+if __name__ == "__main__":
+    main()
