@@ -6,34 +6,43 @@ edited: the database alone then agrees with itself. Two things it does not hold 
 
 - a key (HMAC-SHA256) that signs each package's id and chain heads: `anchor.json`, the last
   member of the package, which `verify.py --key KEYFILE` checks offline;
-- one append-only file per project under AUDIT_ANCHOR_DIR, where every export appends its
-  signed anchor. Before the next export, every chain head ever exported must still be a
-  revision of its claim (so an ancestor of, or equal to, the current head: the export then
-  checks the chain link by link) and every package id must still be recorded in AuditExport.
+- the project's anchors files under AUDIT_ANCHOR_DIR (audit.anchor_log): each export adds
+  its package id and the chain heads that changed. Before the next export, every package id
+  must still be recorded in AuditExport and each chain's anchored head must still be a
+  revision of that chain; the export then re-reads each chain it writes link by link and
+  meets its anchored head there (audit.revision_rows), so that head is sealed under the new
+  one, which is anchored in its place.
 """
 
 from __future__ import annotations
 
-import fcntl
 import hashlib
-import hmac
-import json
 import os
 import secrets
-from collections.abc import Iterator
 from pathlib import Path
 
 from django.conf import settings
 from django.core.exceptions import ImproperlyConfigured
+from django.db import connection
 
+from audit.anchor_log import (
+    ANCHOR_FORMAT,
+    checkpoint_write,
+    key_id,
+    line_append,
+    log_path,
+    signature,
+    state_for_appending,
+    state_read,
+)
 from audit.models import AuditExport
-from audit.package import CHUNK, AuditExportError, Package
+from audit.package import CHUNK, AuditExportError, Package, anchored_head_gone
 from cards.models import ClaimRevision, VerdictRevision
 from evidence.canonical import canonical_json
 
-FORMAT = "evidence-audit-anchor/1"
 MIN_KEY_BYTES = 32
-SEALS = ("hmac_sha256", "anchor_sha256")  # what the signature does not cover
+# Heads looked up per query (SQLite's bound on parameters may be lower: see _stored_heads).
+LOOKUP = 2000
 DEFAULT_KEY_FILE = Path(settings.BASE_DIR) / "var" / "audit-signing.key"
 
 
@@ -70,19 +79,10 @@ def _generate(path: Path) -> None:
         file.write(secrets.token_hex(32) + "\n")
 
 
-def key_id(key: bytes) -> str:
-    """Names the key without revealing it: a verifier with another key says so."""
-    return hashlib.sha256(b"evidence-audit key id\n" + key).hexdigest()[:16]
-
-
-def signature(key: bytes, body: dict) -> str:
-    return hmac.new(key, canonical_json(body), hashlib.sha256).hexdigest()
-
-
 def anchor_document(*, package: Package, key: bytes) -> dict:
     """anchor.json: the package id and chain heads, signed. Same data and key, same bytes."""
     body = {
-        "format": FORMAT,
+        "format": ANCHOR_FORMAT,
         "project": package.project.slug,
         "package_id": package.package_id,
         "chain_heads": package.chain_heads,
@@ -95,96 +95,86 @@ def anchor_document(*, package: Package, key: bytes) -> dict:
 
 
 def anchor_file(slug: str) -> Path:
-    return Path(settings.AUDIT_ANCHOR_DIR) / f"{slug}.jsonl"
+    """The project's log (its checkpoint is beside it)."""
+    return log_path(slug)
 
 
 def anchor_append(*, package: Package) -> None:
-    """Append the package's anchor to its project's file, whole, under a lock, on disk."""
-    path = anchor_file(package.project.slug)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    data = canonical_json(anchor_document(package=package, key=signing_key())) + b"\n"
-    handle = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o640)
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX)
-        os.write(handle, data)
-        os.fsync(handle)
-    finally:
-        os.close(handle)
+    """Add the package's id and the heads that changed to its project's log, and checkpoint.
+
+    A package already anchored whose heads changed nothing adds no line: exporting the same
+    data again costs no bytes.
+    """
+    slug = package.project.slug
+    key = signing_key()
+    with state_for_appending(slug, key) as (state, log):
+        heads = state.changed(package.chain_heads, after=package.anchored_at)
+        if heads or package.package_id not in set(state.packages):
+            line_append(
+                slug=slug, key=key, state=state, log=log, package_id=package.package_id,
+                heads=heads, after=package.anchored_at,
+            )  # fmt: skip
+        if not state.from_checkpoint:
+            checkpoint_write(slug=slug, key=key, state=state)
 
 
 def anchors_check(*, package: Package) -> None:
     """Refuse the export when the database lost what an earlier export anchored.
 
-    Raises AuditExportError with one line naming the claim (project/run/case/claim) whose
-    exported head is gone, or the package id no longer recorded. Memory grows with the heads
-    ever exported, not with the revisions: those are streamed.
+    Raises AuditExportError with one line naming the package id no longer recorded, or the
+    claim (project/run/case/claim) whose anchored head is gone. Costs the checkpoint, the
+    log's lines after it, one query of the project's package ids and one indexed lookup
+    per anchored head: never the history of exports. Leaves on the package the heads its
+    chains must meet (`anchored_heads`) and the line it checked (`anchored_at`).
     """
-    slug = package.project.slug
-    wanted: dict[str, dict[str, str]] = {}  # chain → head → package id that exported it
-    packages: list[str] = []
-    for anchor in _anchors(slug):
-        packages.append(anchor["package_id"])
-        for chain, head in anchor["chain_heads"].items():
-            wanted.setdefault(chain, {}).setdefault(head, anchor["package_id"])
-    if not packages:
+    state = state_read(package.project.slug, signing_key())
+    package.anchored_at = state.lines
+    if not state.lines:
         return
     recorded = set(
-        AuditExport.objects.filter(project=package.project, package_id__in=set(packages))
+        AuditExport.objects.filter(project=package.project)
         .values_list("package_id", flat=True)
         .iterator(chunk_size=CHUNK)
     )
-    for package_id in packages:
+    for package_id in dict.fromkeys(state.packages):
         if package_id not in recorded:
             raise AuditExportError(
                 f"package {package_id} was exported but is no longer recorded in the "
                 f"database (its AuditExport row was deleted)"
             )
-    for chain, digest in _stored_revisions(package):
-        heads = wanted.get(chain)
-        if heads and heads.pop(digest, None) is not None and not heads:
-            del wanted[chain]
-    if wanted:
-        chain = min(wanted)
-        head, package_id = min(wanted[chain].items())
-        raise AuditExportError(
-            f"claim {chain}: revision {head[:12]}… exported in package {package_id[:12]}… is "
-            f"no longer in its chain (truncated, shortened or edited since)"
-        )
+    wanted = state.wanted()
+    stored = _stored_heads(package, [head for heads in wanted.values() for head in heads])
+    for chain in sorted(wanted):
+        for head, package_id in sorted(wanted[chain].items()):
+            if (chain, head) not in stored:
+                raise anchored_head_gone(chain, head, package_id)
+    package.anchored_heads = wanted
 
 
-def _anchors(slug: str) -> Iterator[dict]:
-    """The project's anchors, each one's signature checked with the key."""
-    path = anchor_file(slug)
-    try:
-        file = path.open("rb")
-    except FileNotFoundError:
-        return
-    key = signing_key()
-    with file:
-        for number, raw in enumerate(file, start=1):
-            where = f"anchor file {path}:{number}"
-            try:
-                anchor = json.loads(raw)
-                body = {k: v for k, v in anchor.items() if k not in SEALS}
-                signed = hmac.compare_digest(signature(key, body), anchor["hmac_sha256"])
-            except (ValueError, KeyError, TypeError):
-                raise AuditExportError(f"{where}: not an anchor") from None
-            if anchor.get("key_id") != key_id(key):
-                raise AuditExportError(f"{where}: signed with another key")
-            if not signed or anchor.get("project") != slug:
-                raise AuditExportError(f"{where}: its signature does not match (edited)")
-            yield anchor
+def _stored_heads(package: Package, heads: list[str]) -> set[tuple[str, str]]:
+    """(chain, sha256) of the project's stored revisions among `heads`: the sha256 index.
 
-
-def _stored_revisions(package: Package) -> Iterator[tuple[str, str]]:
-    """(chain, sha256) of every claim and verdict revision of the project, as stored."""
+    Verdicts first: a chain's head is usually its newest verdict, so the claim revisions
+    are asked only for the heads not found there.
+    """
     slug = package.project.slug
     names = ("claim__response__run__run_id", "claim__response__case__case_id", "claim__key")
-    for model in (ClaimRevision, VerdictRevision):
-        rows = (
-            model.objects.filter(claim__response__run__project=package.project)
-            .values_list(*names, "sha256")
-            .iterator(chunk_size=CHUNK)
-        )
-        for run_id, case_id, key, digest in rows:
-            yield f"{slug}/{run_id}/{case_id}/{key}", digest
+    found: set[tuple[str, str]] = set()
+    size = min(LOOKUP, connection.features.max_query_params or LOOKUP)
+    for model in (VerdictRevision, ClaimRevision):
+        rest = heads
+        heads = []
+        for start in range(0, len(rest), size):
+            batch = set(rest[start : start + size])
+            rows = (
+                model.objects.filter(
+                    claim__response__run__project=package.project, sha256__in=batch
+                )
+                .order_by()
+                .values_list(*names, "sha256")
+            )
+            for run_id, case_id, key, digest in rows:
+                found.add((f"{slug}/{run_id}/{case_id}/{key}", digest))
+                batch.discard(digest)
+            heads.extend(batch)
+    return found

@@ -17,6 +17,14 @@ class AuditExportError(Exception):
     """The database no longer matches its own hashes; no package was produced."""
 
 
+def anchored_head_gone(chain: str, head: str, package_id: str) -> AuditExportError:
+    """An anchored head the chain no longer holds (audit.anchors, audit.revision_rows)."""
+    return AuditExportError(
+        f"claim {chain}: revision {head[:12]}… exported in package {package_id[:12]}… is "
+        f"no longer in its chain (truncated, shortened or edited since)"
+    )
+
+
 @dataclass
 class Package:
     """The runs exported, and what writing their files collects for the manifest and later files.
@@ -42,3 +50,7 @@ class Package:
     manifest_bytes: bytes = b""
     # Set once the anchors were checked (audit.anchors): the view checks before it streams.
     anchors_checked: bool = False
+    # The anchors' line the check read up to, and chain → anchored head → package id: the
+    # heads each exported chain must meet as it is re-read (ticked off by revision_rows).
+    anchored_at: int = 0
+    anchored_heads: dict[str, dict[str, str]] = field(default_factory=dict)

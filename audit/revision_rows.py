@@ -5,7 +5,7 @@ from __future__ import annotations
 import heapq
 from collections.abc import Iterator
 
-from audit.package import CHUNK, AuditExportError, Package
+from audit.package import CHUNK, AuditExportError, Package, anchored_head_gone
 from cards.chain import claim_revision_document, seal, verdict_revision_document
 from cards.models import ClaimRevision, VerdictRevision
 
@@ -34,6 +34,10 @@ def revision_rows(*, package: Package) -> Iterator[dict]:
     it, so every chain reads in order; one whose predecessor never comes (deleted from the
     database) stops the export. Read as plain rows (no model objects): this file is most of
     an export's rows.
+
+    Each head the anchors hold for a chain written here must be met in it (audit.anchors):
+    then it is sealed under the chain's new head, which the anchors keep instead. A chain
+    rewritten after the anchors were checked, as the export ran, is refused here.
     """
     runs = package.runs
     claims = (
@@ -64,6 +68,9 @@ def revision_rows(*, package: Package) -> Iterator[dict]:
     for later in waiting.values():  # a predecessor never came: the chain is broken there
         kind, row = later[min(later)]
         raise AuditExportError(f"broken revision chain at {_where(package, kind, row)}")
+    for chain in sorted(package.chain_heads):
+        if unmet := package.anchored_heads.get(chain):
+            raise anchored_head_gone(chain, *min(unmet.items()))
 
 
 def _merged(claims: Iterator[dict], verdicts: Iterator[dict]) -> Iterator[tuple[str, dict]]:
@@ -91,7 +98,10 @@ def _checked(package: Package, heads: dict, kind: str, row: dict) -> dict:
             f"revision content does not match its hash at {_where(package, kind, row)}"
         )
     heads[row["claim_id"]] = (row["seq"], row["sha256"])
-    package.chain_heads["/".join(identity.values())] = row["sha256"]
+    chain = "/".join(identity.values())
+    package.chain_heads[chain] = row["sha256"]
+    if anchored := package.anchored_heads.get(chain):
+        anchored.pop(row["sha256"], None)
     if package.newest is None or row["created_at"] > package.newest:
         package.newest = row["created_at"]
     return {**document, "sha256": row["sha256"]}

@@ -259,9 +259,10 @@ BUNDLE_MAX_VERBATIM_BYTES = env_int("BUNDLE_MAX_VERBATIM_BYTES", 2 * 1024**2)
 BUNDLE_MAX_PASSAGE_CHARS = env_int("BUNDLE_MAX_PASSAGE_CHARS", 200_000)
 
 # Audit anchors (docs/security.md, "Anchors outside the database"): every package's id and
-# chain heads are signed with a key the database does not hold (HMAC-SHA256) and appended to
-# one file per project under AUDIT_ANCHOR_DIR, so an export refuses a chain that a table
-# owner truncated, shortened or edited and re-sealed. AUDIT_SIGNING_KEY (the key itself) or
+# chain heads are signed with a key the database does not hold (HMAC-SHA256); its id and the
+# heads that changed go to the project's log under AUDIT_ANCHOR_DIR (with a signed
+# checkpoint), so an export refuses a chain that a table owner truncated, shortened or
+# edited and re-sealed. AUDIT_SIGNING_KEY (the key itself) or
 # AUDIT_SIGNING_KEY_FILE (a file holding it); with neither, development gets a key generated
 # once in var/audit-signing.key. Production sets the file and a directory of its own.
 AUDIT_SIGNING_KEY = os.environ.get("AUDIT_SIGNING_KEY", "")

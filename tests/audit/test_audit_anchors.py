@@ -9,6 +9,7 @@ of an earlier export, signed with a key the database does not hold, catch it.
 
 from __future__ import annotations
 
+import hashlib
 import json
 import subprocess
 from collections.abc import Iterator
@@ -22,9 +23,12 @@ from django.db import connection
 from django.test import override_settings
 from django.urls import reverse
 
-from audit.anchors import anchor_file
+from audit.anchor_log import checkpoint_path
+from audit.anchors import anchor_file, anchors_check
+from audit.export import AuditExportError, export_stream
 from audit.models import AuditExport
 from audit.revision_rows import CLAIM_FIELDS, IDENTITY, VERDICT_FIELDS, _document, _identity
+from audit.services import audit_package
 from cards.chain import seal
 from cards.models import Claim, ClaimRevision, VerdictRevision
 from evidence.dbguards import append_only_sql
@@ -209,31 +213,40 @@ def test_the_browser_download_carries_the_same_anchor_as_the_command(client, lea
 # --- the anchors file -------------------------------------------------------------------------
 
 
-def test_each_export_appends_its_signed_anchor_to_the_projects_file(package, tmp_path):
+def test_each_export_appends_a_signed_line_of_its_package_id_and_the_heads_that_changed(
+    package, tmp_path
+):
     export("--run", "q017-r2", out=tmp_path / "second.zip")
-    lines = anchor_file("demo").read_bytes().splitlines(keepends=True)
-    assert lines == [
-        members(package)["anchor.json"],
-        members(tmp_path / "second.zip")["anchor.json"],
-    ]
+    raw = anchor_file("demo").read_bytes().splitlines(keepends=True)
+    first, second = (json.loads(line) for line in raw)
+    assert first["package_id"] == json.loads(members(package)["anchor.json"])["package_id"]
+    assert first["heads"] == json.loads(members(package)["manifest.json"])["chain_heads"]
+    assert (first["line"], first["after"], first["prev_sha256"]) == (1, 0, None)
+    assert (
+        second["heads"]
+        == json.loads(members(tmp_path / "second.zip")["manifest.json"])["chain_heads"]
+    )
+    assert (second["line"], second["after"]) == (2, 1)
+    assert second["prev_sha256"] == hashlib.sha256(raw[0]).hexdigest()
+    assert {"key_id", "hmac_sha256"} <= set(second)
 
 
 def test_an_edited_anchors_file_stops_the_export(package, tmp_path):
     path = anchor_file("demo")
     anchor = json.loads(path.read_bytes())
-    chain = min(anchor["chain_heads"])
-    anchor["chain_heads"][chain] = "0" * 64
+    chain = min(anchor["heads"])
+    anchor["heads"][chain] = "0" * 64
     path.write_text(json.dumps(anchor) + "\n")
     assert refused(tmp_path) == (
         f"export refused: anchor file {path}:1: its signature does not match (edited)"
     )
 
 
-def test_an_anchors_file_signed_with_another_key_stops_the_export(package, tmp_path):
+def test_anchors_signed_with_another_key_stop_the_export(package, tmp_path):
     with override_settings(AUDIT_SIGNING_KEY="another-key-of-at-least-32-bytes-long"):
         message = refused(tmp_path)
-    assert (
-        message == f"export refused: anchor file {anchor_file('demo')}:1: signed with another key"
+    assert message == (
+        f"export refused: anchor checkpoint {checkpoint_path('demo')}: signed with another key"
     )
 
 
@@ -287,6 +300,25 @@ def test_the_revision_tables_truncated_are_refused(package, tmp_path):
             execute("DELETE FROM cards_verdictrevision")
             execute("DELETE FROM cards_claimrevision")
     assert refused(tmp_path).startswith(f"export refused: claim {first}: revision ")
+
+
+def test_a_chain_rewritten_while_the_export_runs_is_refused_naming_the_claim(package, tmp_path):
+    # After the check, before the chain is read: only meeting the anchored head in the chain
+    # as it is re-read catches it, and nothing is anchored in its place.
+    candidate = audit_package(slug="demo", run_ids=["q017-r1"])
+    anchors_check(package=candidate)
+    candidate.anchors_checked = True  # as the browser's download does before it streams
+    claim = edited_and_resealed()
+    lines = anchor_file("demo").read_bytes()
+    with pytest.raises(AuditExportError) as caught:
+        for _ in export_stream(candidate):
+            pass
+    assert str(caught.value).startswith(f"claim {chain_name(claim)}: revision ")
+    assert str(caught.value).endswith(
+        "is no longer in its chain (truncated, shortened or edited since)"
+    )
+    assert anchor_file("demo").read_bytes() == lines
+    assert refused(tmp_path).startswith(f"export refused: claim {chain_name(claim)}: ")
 
 
 def test_a_chain_edited_in_a_run_not_exported_now_is_refused_all_the_same(package, tmp_path):

@@ -31,8 +31,11 @@ class Command(BaseCommand):
         with connection.cursor() as cursor:
             tables = all_tables(cursor)
             append_only = append_only_tables(cursor)
-        if not append_only:
-            raise CommandError("no append-only table found: run migrate first")
+        if tables and not append_only:
+            # Tables, but none of ours: another database, or one migrated before the triggers.
+            raise CommandError(
+                f"no append-only table among the {len(tables)} tables here: run migrate first"
+            )
         try:
             statements = roles_sql(
                 database=connection.settings_dict["NAME"],
@@ -50,6 +53,14 @@ class Command(BaseCommand):
         with transaction.atomic(), connection.cursor() as cursor:
             for sql in statements:
                 cursor.execute(sql)
+        if not tables:
+            # A new database: the roles and default privileges first, then migrate as the
+            # owner, then this again for the grants on the tables migrate created.
+            self.stdout.write(
+                f"{options['owner']} and {options['app']} ready on an empty database: run "
+                f"migrate as {options['owner']}, then pg_roles again"
+            )
+            return
         self.stdout.write(
             f"{options['app']}: SELECT, INSERT on {len(append_only)} append-only tables, "
             f"all of {len(tables) - len(append_only)} others; {options['owner']} owns migrations"
