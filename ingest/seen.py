@@ -139,8 +139,9 @@ class Seen:
             return
         # ON COMMIT DROP on PostgreSQL: the tables never outlive the import's transaction,
         # even should `drop` not be reached. Inside an outer transaction (a test's), `drop`
-        # is what keeps the next import from finding them.
-        suffix = " ON COMMIT DROP" if connection.vendor == "postgresql" else ""
+        # is what keeps the next import from finding them. SQLite keeps a table WITHOUT
+        # ROWID in its primary key's b-tree alone: one insert per row instead of two.
+        suffix = " ON COMMIT DROP" if connection.vendor == "postgresql" else " WITHOUT ROWID"
         with connection.cursor() as cursor:
             for table, columns in TABLES.items():
                 cursor.execute(f"DROP TABLE IF EXISTS {table}")

@@ -8,6 +8,7 @@ module holds the read loop that ties them together, in one transaction.
 
 from __future__ import annotations
 
+import gc
 import hashlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -136,6 +137,11 @@ def bundle_import(
         dry_run=dry_run,
         new_expectation_versions=new_expectation_versions,
     )
+    # What exists before the import (Django and the apps, some 55,000 objects) outlives it:
+    # out of the cyclic collector's sight, a full collection walks only the current batch
+    # (GC 0.75-0.87 s instead of 1.15 of 14 s CPU at 10,000 cases, measured interleaved).
+    frozen = gc.get_freeze_count()
+    gc.freeze()
     try:
         with transaction.atomic():
             importer.read(stream, progress)
@@ -152,6 +158,9 @@ def bundle_import(
         importer.problems.last_word(
             Problem(0, "", f"the database failed during the import: {exc}")
         )
+    finally:
+        if gc.get_freeze_count() > frozen:
+            gc.unfreeze()
     if importer.problems:
         shown, more = importer.problems.report()
         raise BundleInvalid(shown, more=more)
