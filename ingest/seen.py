@@ -137,15 +137,11 @@ class Seen:
     def _create(self) -> None:
         if self.created:
             return
-        # ON COMMIT DROP on PostgreSQL: the tables never outlive the import's transaction,
-        # even should `drop` not be reached. Inside an outer transaction (a test's), `drop`
-        # is what keeps the next import from finding them. SQLite keeps a table WITHOUT
-        # ROWID in its primary key's b-tree alone: one insert per row instead of two.
-        suffix = " ON COMMIT DROP" if connection.vendor == "postgresql" else " WITHOUT ROWID"
         with connection.cursor() as cursor:
-            for table, columns in TABLES.items():
+            for table in TABLES:
                 cursor.execute(f"DROP TABLE IF EXISTS {table}")
-                cursor.execute(f"CREATE TEMPORARY TABLE {table} ({', '.join(columns)}){suffix}")
+            for statement in create_statements(connection.vendor):
+                cursor.execute(statement)
         self.created = True
 
     def drop(self) -> None:
@@ -156,6 +152,19 @@ class Seen:
             for table in TABLES:
                 cursor.execute(f"DROP TABLE {table}")
         self.created = False
+
+
+def create_statements(vendor: str) -> list[str]:
+    """CREATE TEMPORARY TABLE of each (the application role may: docs/security.md)."""
+    # ON COMMIT DROP on PostgreSQL: the tables never outlive the import's transaction,
+    # even should `drop` not be reached. Inside an outer transaction (a test's), `drop`
+    # is what keeps the next import from finding them. SQLite keeps a table WITHOUT
+    # ROWID in its primary key's b-tree alone: one insert per row instead of two.
+    suffix = " ON COMMIT DROP" if vendor == "postgresql" else " WITHOUT ROWID"
+    return [
+        f"CREATE TEMPORARY TABLE {table} ({', '.join(columns)}){suffix}"
+        for table, columns in TABLES.items()
+    ]
 
 
 def _ids(stored: str) -> frozenset[str]:
