@@ -128,7 +128,7 @@ class PassageSeen:
     place: int  # of "declared twice", should an earlier batch have declared it
     ref: str
     sha256: str
-    data: dict | None  # the line, until it is stored
+    data: dict  # the line
     pk: int | None = None
 
 
@@ -137,7 +137,7 @@ class CaseSeen:
     line: int
     place: int  # of "declared twice", should an earlier batch have declared it
     case_id: str
-    document: dict | None  # until it is stored
+    document: dict | None  # None for a case of an earlier batch
     sha256: str
     fact_ids: frozenset[str]
     gap_ids: frozenset[str]
