@@ -18,6 +18,7 @@ each timed section, so none pays for the previous one's dirty pages.
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
 import time
@@ -27,7 +28,9 @@ from typing import Any
 
 from harness import Postgres, migrate, sqlite_copy, sqlite_remove, sqlite_template, sqlite_url
 
-PG_TEMPLATE, PG_RUN, PG_FLOOR = "evidence_bench_tpl", "evidence_bench_run", "evidence_bench_floor"
+# Scratch database names; IMPORT_BENCH_PREFIX keeps two benchmarks on one server apart.
+_PREFIX = os.environ.get("IMPORT_BENCH_PREFIX", "evidence_bench")
+PG_TEMPLATE, PG_RUN, PG_FLOOR = f"{_PREFIX}_tpl", f"{_PREFIX}_run", f"{_PREFIX}_floor"
 # (database URL, bundle, cProfile output or None) → the child's report
 Importer = Callable[[str, Path, Path | None], dict]
 

@@ -33,7 +33,7 @@ from ingest.rows import (
     RetrievalRow,
     VerdictRevisionRow,
 )
-from ingest.rules import PassageSeen, ResponseSeen
+from ingest.rules import ResponseSeen
 from ingest.schema import parse_rfc3339
 from replay.models import Citation, Response, Retrieval
 
@@ -59,14 +59,14 @@ class ResponseRows:
         self,
         *,
         ids: Ids,
-        passages: dict[str, PassageSeen],
+        passage_pks: dict[str, int | None],
         run_pk: int,
         project_slug: str,
         run_id: str,
         now: datetime,
     ) -> None:
         self.ids = ids
-        self.passages = passages  # by ref, stored: their pks are known
+        self.passage_pks = passage_pks  # by ref, of every passage the batch refers to
         self.run_pk = run_pk
         self.project_slug = project_slug
         self.run_id = run_id
@@ -101,7 +101,7 @@ class ResponseRows:
                     id=self.ids.next(Retrieval),
                     response_id=response_pk,
                     rank=item["rank"],
-                    passage_id=self.passages[item["ref"]].pk,
+                    passage_id=self.passage_pks[item["ref"]],
                     score=float(item["score"]) if "score" in item else None,
                     score_as_imported=to_json(item.get("score")),
                     filters=to_json(item.get("filters")),
@@ -114,7 +114,7 @@ class ResponseRows:
                     response_id=response_pk,
                     position=position,
                     marker=item["marker"],
-                    passage_id=self.passages[item["ref"]].pk,
+                    passage_id=self.passage_pks[item["ref"]],
                     start=item.get("start"),
                     end=item.get("end"),
                 )

@@ -32,6 +32,7 @@ from ingest.bundle import (
 )
 from ingest.rules import Problems, Rules, StopReading
 from ingest.schema import schema_problems
+from ingest.seen import Seen
 from ingest.writer import BatchWriter
 
 FLUSH_EVERY_RESPONSES = 1000
@@ -124,8 +125,9 @@ def bundle_import(
 
     The stream is read once. Lines are checked as they come; rows are written
     in batches as they are known good, and the transaction is rolled back at
-    the end if any line had a problem (or when `dry_run`), so memory stays
-    flat however long the bundle is.
+    the end if any line had a problem (or when `dry_run`). What later lines may
+    refer to is kept in temporary tables (`ingest.seen`), so memory stays flat
+    however long the bundle is.
     """
     importer = _Importer(
         project_slug=project_slug,
@@ -135,13 +137,18 @@ def bundle_import(
         dry_run=dry_run,
         new_expectation_versions=new_expectation_versions,
     )
+    # What exists before the import (Django and the apps, some 55,000 objects) outlives it:
+    # out of the cyclic collector's sight, a full collection walks only the current batch
+    # (GC 0.75-0.87 s instead of 1.15 of 14 s CPU at 10,000 cases, measured interleaved).
     frozen = gc.get_freeze_count()
+    gc.freeze()
     try:
         with transaction.atomic():
             importer.read(stream, progress)
             if importer.problems or dry_run:
-                transaction.set_rollback(True)
+                transaction.set_rollback(True)  # and with it the temporary tables
             else:
+                importer.seen.drop()
                 importer.rows.analyze_after_commit()
     except IntegrityError as exc:
         # Every rule is checked before writing; what reaches here is a race with
@@ -154,9 +161,9 @@ def bundle_import(
     finally:
         if gc.get_freeze_count() > frozen:
             gc.unfreeze()
-    problems = importer.problems
-    if problems:
-        raise BundleInvalid(problems.found[:MAX_PROBLEMS], more=problems.truncated)
+    if importer.problems:
+        shown, more = importer.problems.report()
+        raise BundleInvalid(shown, more=more)
     return importer.summary
 
 
@@ -184,7 +191,9 @@ class _Importer:
         self.summary = ImportSummary(project=project_slug, run_id="", dry_run=dry_run)
         self.project: Project | None = Project.objects.filter(slug=project_slug).first()
         self.rows = RowWriter()
+        self.seen = Seen()
         self.batches: BatchWriter | None = None  # from the run line on
+        self.pending_bytes = 0  # of the lines waiting for a flush, as read
         self.first_line: int | None = None
         self.seen_content = False
         self.now = timezone.now()
@@ -192,11 +201,10 @@ class _Importer:
 
     def read(self, raw: IO[bytes], progress: Progress | None) -> None:
         if self.project is None and not self.create_project:
-            self.problems.found.append(
-                Problem(0, "", f"project {self.project_slug!r} does not exist")
-            )
+            self.problems.add(0, "", f"project {self.project_slug!r} does not exist")
             return
         stream, counter = open_bundle(raw)
+        read_error: Problem | None = None
         try:
             for number, chunk in iter_raw_lines(stream, self.limits):
                 if chunk is not None:
@@ -207,28 +215,47 @@ class _Importer:
                 if chunk == b"\n":
                     continue  # blank: nothing to parse or store (millions, in a bomb)
                 self.feed(number, chunk)
-                batches = self.batches
-                if batches is not None and (
-                    len(batches.pending_responses) >= FLUSH_EVERY_RESPONSES
-                    or len(batches.pending_passages) >= FLUSH_EVERY_PASSAGES
-                    or batches.pending_bytes >= FLUSH_EVERY_BYTES
+                rules = self.rules
+                if (
+                    len(rules.responses) >= FLUSH_EVERY_RESPONSES
+                    or len(rules.passages) >= FLUSH_EVERY_PASSAGES
+                    or self.pending_bytes >= FLUSH_EVERY_BYTES
                 ):
-                    batches.flush()
-            if not self.seen_content:
-                self.problems.add(0, "", "the bundle is empty: its first line must be the run")
-            elif self.batches is not None:
-                self.batches.flush()
-                self.batches.finish(
-                    source_name=self.source_name,
-                    source_sha256=self.source_hash.hexdigest(),
-                    user=self.user,
-                )
+                    self.flush()
         except BundleReadError as exc:
-            self.problems.last_word(exc.problem)
+            read_error = exc.problem
         except StopReading:
             pass
+        else:
+            if not self.seen_content:
+                self.problems.add(0, "", "the bundle is empty: its first line must be the run")
+        # Whatever ended reading, the lines read so far get every check, those only a
+        # flush makes included: the report is then the first problems of the bundle.
+        self.problems.capped = False
+        self.flush(last=True)
+        if read_error is not None:
+            self.problems.last_word(read_error)
+        elif self.batches is not None:
+            self.batches.finish(
+                source_name=self.source_name,
+                source_sha256=self.source_hash.hexdigest(),
+                user=self.user,
+            )
         if progress is not None:
             progress(counter.bytes_read, self.summary.lines)
+
+    def flush(self, *, last: bool = False) -> None:
+        """Settle the batch's questions about earlier batches, store it, remember it."""
+        with self.problems.uncapped():
+            batch = self.rules.settle(self.seen, last=last)
+            if self.batches is not None:
+                self.batches.write(batch)
+            if not last:  # nothing asks after the last batch
+                self.rules.remember(self.seen, batch)
+        self.rules.next_batch()
+        self.pending_bytes = 0
+        if self.problems.capped and self.problems.over():
+            raise StopReading
 
     def feed(self, number: int, chunk: bytes | None) -> None:
         if chunk is None or chunk.strip():
@@ -255,22 +282,14 @@ class _Importer:
                 self.start(line)
             return
         # Until a run is taken there is nowhere to store lines: they are only checked.
-        batches = self.batches
         if kind == "passage":
-            passage = self.rules.on_passage(number, line)
-            if passage is not None and batches is not None:
-                batches.pending_passages.append(passage)
-                batches.pending_bytes += len(chunk)
+            taken = self.rules.on_passage(number, line)
         elif kind == "case":
-            case = self.rules.on_case(number, line)
-            if case is not None and batches is not None:
-                batches.pending_cases.append(case)
-                batches.pending_bytes += len(chunk)
+            taken = self.rules.on_case(number, line)
         else:
-            response = self.rules.on_response(number, line)
-            if response is not None and batches is not None:
-                batches.pending_responses.append(response)
-                batches.pending_bytes += len(chunk)
+            taken = self.rules.on_response(number, line)
+        if taken is not None and chunk is not None:
+            self.pending_bytes += len(chunk)
 
     def start(self, line: dict) -> None:
         """The run line was taken: make its project and snapshot if need be, start batches."""
@@ -284,7 +303,6 @@ class _Importer:
             rows=self.rows,
             problems=self.problems,
             summary=self.summary,
-            passages=self.rules.passages,
             project=self.project,
             snapshot=snapshot,
             fresh_snapshot=fresh,

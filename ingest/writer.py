@@ -11,7 +11,6 @@ transaction is rolled back), but the look-ups go on, to report what they find.
 
 from __future__ import annotations
 
-import gc
 from datetime import datetime
 from typing import TYPE_CHECKING
 
@@ -22,7 +21,7 @@ from cards.prechecks import numbers_in
 from evidence.drift import drifted_from
 from evidence.expectations import stored_document
 from evidence.models import Case, Expectation, Passage, Project, Snapshot
-from ingest.bulk import RowWriter, to_json
+from ingest.bulk import RowWriter, rows_by_key, to_json
 from ingest.responses import Ids, ResponseRows
 from ingest.rows import (
     CaseRow,
@@ -36,7 +35,7 @@ from ingest.rows import (
     RetrievalRow,
     VerdictRevisionRow,
 )
-from ingest.rules import CaseSeen, PassageSeen, Problems, ResponseSeen
+from ingest.rules import Batch, CaseSeen, PassageSeen, Problems, ResponseSeen
 from ingest.schema import parse_rfc3339
 from replay.models import Citation, Response, Retrieval, Run
 
@@ -60,7 +59,6 @@ class BatchWriter:
         rows: RowWriter,
         problems: Problems,
         summary: ImportSummary,
-        passages: dict[str, PassageSeen],
         project: Project,
         snapshot: Snapshot,
         fresh_snapshot: bool,
@@ -71,11 +69,11 @@ class BatchWriter:
         self.rows = rows
         self.problems = problems
         self.summary = summary
-        self.passages = passages  # every passage of the bundle by ref, for foreign keys
         self.project = project
         self.snapshot = snapshot
-        # A snapshot this import creates holds only what this import writes (tracked in
-        # memory), and a project with one snapshot has no drift: skip those look-ups.
+        # A snapshot this import creates holds only what this import writes (where the
+        # rules refuse a ref declared twice), and a project with one snapshot has no
+        # drift: skip those look-ups.
         # They are not free: inside the import's transaction the planner has no statistics
         # for the rows just written and scans them all, once per batch.
         self.fresh_snapshot = fresh_snapshot
@@ -86,35 +84,31 @@ class BatchWriter:
         self.run_pk = rows.reserve_ids(Run, 1)[0]
         self.new_expectation_versions = new_expectation_versions
         self.now = now
-        self.pending_passages: list[PassageSeen] = []
-        self.pending_cases: list[CaseSeen] = []
-        self.pending_responses: list[ResponseSeen] = []
-        self.pending_bytes = 0  # of the pending lines, as read: the import flushes by it too
 
     @property
     def writing(self) -> bool:
         return not self.problems
 
-    def flush(self) -> None:
-        self.flush_passages()
-        self.flush_cases()
+    def write(self, batch: Batch) -> None:
+        """Store one batch the rules settled (or only check it against the database)."""
+        self.flush_passages(batch.passages)
+        self.flush_cases(batch.cases)
         if self.writing:
-            self.flush_responses()
-        # Stored (or refused): keep only what later lines refer to, not texts and documents,
-        # so memory grows with the number of refs and cases, not with their text.
-        for passage in self.pending_passages:
-            passage.data = None
-        for case in self.pending_cases:
-            case.document = None
-        self.pending_passages, self.pending_cases, self.pending_responses = [], [], []
-        self.pending_bytes = 0
-        # What is kept now lives until the end of the import: take it out of the cyclic
-        # collector's sight, or every full collection walks it again (13 s of 240 s at
-        # 100,000 cases, growing faster than N).
-        gc.freeze()
+            pks = {p.ref: p.pk for p in batch.passages}
+            if earlier := batch.earlier_refs - pks.keys():
+                # Stored by an earlier batch (or before this import, in this snapshot).
+                pks.update(
+                    rows_by_key(
+                        Passage._meta.db_table,
+                        "ref",
+                        earlier,
+                        ("ref", "id"),
+                        where=("snapshot_id", self.snapshot.pk),
+                    )  # fmt: skip
+                )
+            self.flush_responses(batch.responses, pks)
 
-    def flush_passages(self) -> None:
-        pending = self.pending_passages
+    def flush_passages(self, pending: list[PassageSeen]) -> None:
         if not pending:
             return
         stored = {}
@@ -202,8 +196,7 @@ class BatchWriter:
                 {"ref": ref, "snapshot": snapshot_name, "sha256": digest, "this_sha256": mine}
             )
 
-    def flush_cases(self) -> None:
-        pending = self.pending_cases
+    def flush_cases(self, pending: list[CaseSeen]) -> None:
         if not pending:
             return
         stored_cases = dict(
@@ -278,8 +271,9 @@ class BatchWriter:
         self.rows.write(Expectation, ExpectationRow._fields, rows)
         self.summary.cases_new += len(new_cases)
 
-    def flush_responses(self) -> None:
-        pending = self.pending_responses
+    def flush_responses(
+        self, pending: list[ResponseSeen], passage_pks: dict[str, int | None]
+    ) -> None:
         if not pending:
             return
         claims = [c for r in pending for c in r.data.get("claims", ())]
@@ -297,7 +291,7 @@ class BatchWriter:
         )
         batch = ResponseRows(
             ids=ids,
-            passages=self.passages,
+            passage_pks=passage_pks,
             run_pk=self.run_pk,
             project_slug=self.project.slug,
             run_id=self.run_line["run_id"],

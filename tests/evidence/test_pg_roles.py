@@ -17,6 +17,7 @@ from django.core.management import CommandError, call_command
 from django.db import connection
 
 from evidence.dbroles import LOCKED, all_tables, append_only_tables, roles_sql
+from ingest.seen import create_statements
 
 pytestmark = pytest.mark.skipif(
     connection.vendor != "postgresql", reason="roles are PostgreSQL's; SQLite has none"
@@ -130,6 +131,16 @@ def test_the_app_role_creates_no_table_and_owns_nothing(as_app, roles):
             "(SELECT oid FROM pg_roles WHERE rolname = current_user)"
         )
         assert cursor.fetchone() == (0,)
+
+
+def test_the_app_role_may_make_the_temporary_tables_of_an_import(as_app):
+    # A long import keeps what earlier batches declared in them (ingest.seen).
+    with as_app.transaction(), as_app.cursor() as cursor:
+        for statement in create_statements("postgresql"):
+            cursor.execute(statement)
+        cursor.execute("INSERT INTO ingest_seen_passage VALUES ('D-01@v1#p1', 2)")
+        cursor.execute("SELECT line FROM ingest_seen_passage")
+        assert cursor.fetchone() == (2,)
 
 
 def test_the_app_role_keeps_every_right_on_the_other_tables(as_app):

@@ -14,6 +14,7 @@ import gzip
 import io
 import json
 from collections.abc import Callable
+from unittest import mock
 
 import pytest
 
@@ -45,10 +46,27 @@ def changed(line_number: int, change: Callable[[dict], object], name: str = FIXT
 
 
 def refused(data: bytes, **kwargs) -> BundleInvalid:
-    """Import `data`, expect a refusal, and check that no table gained or lost a row."""
+    """Import `data`, expect a refusal, and check that no table gained or lost a row.
+
+    Then again with every line a batch of its own, so that every rule is checked
+    against lines of earlier batches (kept in `ingest.seen`'s tables, not in
+    memory): the answer must be the same, problem for problem, in the same order.
+    """
     before = row_counts()
     with pytest.raises(BundleInvalid) as info:
         import_bytes(data, **kwargs)
+    assert row_counts() == before
+    with (
+        mock.patch.multiple(
+            "ingest.services",
+            FLUSH_EVERY_RESPONSES=1,
+            FLUSH_EVERY_PASSAGES=1,
+            FLUSH_EVERY_BYTES=1,
+        ),
+        pytest.raises(BundleInvalid) as line_by_line,
+    ):
+        import_bytes(data, **kwargs)
+    assert line_by_line.value.lines() == info.value.lines()
     assert row_counts() == before
     return info.value
 

@@ -12,7 +12,7 @@ import tracemalloc
 
 from evidence.canonical import text_sha256
 from ingest import bundle
-from ingest.writer import BatchWriter
+from ingest.services import _Importer
 from tests.conftest import FIXTURES, bundle_bytes, import_bytes
 from tests.ingest.test_bundle_import_errors import FIXTURE, good, refused, with_line_5
 
@@ -147,13 +147,13 @@ def test_batches_are_flushed_by_their_bytes_not_only_by_their_rows(project, monk
     # 20 passages of 10 KB: far below 10,000 rows, but 200 KB waiting at once.
     monkeypatch.setattr("ingest.services.FLUSH_EVERY_BYTES", 50_000)
     flushed: list[int] = []
-    flush = BatchWriter.flush
+    flush = _Importer.flush
 
-    def counting_flush(self: BatchWriter) -> None:
+    def counting_flush(self: _Importer, *, last: bool = False) -> None:
         flushed.append(self.pending_bytes)
-        flush(self)
+        flush(self, last=last)
 
-    monkeypatch.setattr(BatchWriter, "flush", counting_flush)
+    monkeypatch.setattr(_Importer, "flush", counting_flush)
     summary = import_bytes(big_passages(20, 10_000))
     assert summary.passages_new == 20
     # Four batches of five passages (~51 KB each), then the final flush finds none left.

@@ -13,7 +13,7 @@ import json
 from pathlib import Path
 
 import pytest
-from django.db import connection
+from django.db import DatabaseError, connection, transaction
 from django.test.utils import CaptureQueriesContext
 
 from cards.chain import claim_revision_document, seal, verdict_revision_document
@@ -23,7 +23,14 @@ from evidence.models import Case, Expectation, Passage, Project, Snapshot
 from ingest.schema import parse_rfc3339
 from ingest.services import FLUSH_EVERY_RESPONSES, ImportSummary
 from replay.models import Response, Retrieval, Run
-from tests.conftest import FIXTURES, bundle_bytes, import_bytes, import_fixture, row_counts
+from tests.conftest import (
+    BUNDLES,
+    FIXTURES,
+    bundle_bytes,
+    import_bytes,
+    import_fixture,
+    row_counts,
+)
 from tests.factories import synthetic_bundle
 
 FIXTURE_PATHS = sorted(FIXTURES.glob("*.jsonl"))
@@ -603,3 +610,44 @@ def test_a_bundle_written_in_several_batches_stores_the_same_rows(db, monkeypatc
     for project in ("one-batch", "batches"):
         assert_round_trip(project, lines)
     assert_chains_hold(Claim.objects.all())
+
+
+def one_line_per_batch(monkeypatch) -> None:
+    """Flush after every line taken: whatever a line refers to is then an earlier batch's."""
+    for name in ("FLUSH_EVERY_RESPONSES", "FLUSH_EVERY_PASSAGES", "FLUSH_EVERY_BYTES"):
+        monkeypatch.setattr(f"ingest.services.{name}", 1)
+
+
+def test_every_fixture_round_trips_with_one_line_per_batch(db, monkeypatch):
+    # The replays reuse the passages and cases stored by the runs before them, in the same
+    # snapshot or another (drift): each ref and case is found in ingest.seen's tables.
+    whole = {name: import_fixture(name, project="whole", create_project=True) for name in BUNDLES}
+    one_line_per_batch(monkeypatch)
+    lines = {name: import_fixture(name, project="lines", create_project=True) for name in BUNDLES}
+    for name in BUNDLES:
+        assert lines[name].as_dict() == {**whole[name].as_dict(), "project": "lines"}
+    for path in FIXTURE_PATHS:
+        assert_round_trip("lines", read_lines(path))
+    assert assert_chains_hold(Claim.objects.filter(response__run__project__slug="lines")) > 0
+
+
+def test_a_bundle_with_all_its_passages_first_round_trips_with_one_line_per_batch(db, monkeypatch):
+    # Every response then refers to passages and a case of batches long flushed.
+    run, *rest = synthetic_bundle(run_id="apart", cases=6, claims=2, revisions=2)
+    lines = [run, *(line for kind in ("passage", "case", "response") for line in rest
+                    if line["kind"] == kind)]  # fmt: skip
+    one_line_per_batch(monkeypatch)
+    summary = import_bytes(bundle_bytes(*lines), project="apart", create_project=True)
+    assert (summary.passages_new, summary.cases_new, summary.responses) == (24, 6, 6)
+    assert_round_trip("apart", lines)
+    assert assert_chains_hold(Claim.objects.all()) == 6 * 2 * 3
+
+
+@pytest.mark.parametrize("dry_run", [False, True], ids=["stored", "dry run"])
+def test_the_tables_of_what_an_import_has_seen_end_with_it(db, monkeypatch, dry_run):
+    one_line_per_batch(monkeypatch)
+    bundle = bundle_bytes(*synthetic_bundle(cases=3))
+    summary = import_bytes(bundle, project="seen", create_project=True, dry_run=dry_run)
+    assert summary.responses == 3
+    with pytest.raises(DatabaseError), transaction.atomic(), connection.cursor() as cursor:
+        cursor.execute("SELECT 1 FROM ingest_seen_passage")
