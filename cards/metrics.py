@@ -10,15 +10,12 @@ number tokens were stored at import, so no passage text is loaded).
 
 from __future__ import annotations
 
-import functools
 import itertools
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import F, Q, TextField
-from django.db.models.functions import Cast
+from django.db.models import Q
 
 from cards.blind import sightings
 from cards.figures import ClaimState, Totals, Verdict, response_figures, to_json
@@ -27,22 +24,11 @@ from cards.prechecks import ClaimFacts, PassageFacts, ResponseFacts, prechecks
 from cards.progress import is_reviewed, latest_review_complete
 from cards.verdicts import Source
 from evidence.drift import drifted_refs_of
+from evidence.fields import as_text, decoded
 from evidence.models import Passage
 from replay.models import Citation, Response, Retrieval, Run
 
 CHUNK = 2000
-
-
-@functools.lru_cache(maxsize=65536)
-def _decoded(text: str | None) -> Any:
-    """JSON columns come as text and are decoded once per distinct value: most claims'
-    `facts`, `gaps` and relevance maps repeat. The results are shared: never mutate them."""
-    return None if text is None else json.loads(text)
-
-
-def _text(name: str) -> Cast:
-    # Read as text: Django's per-row JSON converters cost more than the decoding itself.
-    return Cast(F(name), output_field=TextField())
 
 
 @dataclass
@@ -129,9 +115,9 @@ def iter_response_figures(
             "text",
             "abstained",
             "review_complete",
-            _text("expectation__required_facts"),
-            _text("expectation__relevant_refs"),
-            _text("expectation__known_gaps"),
+            as_text("expectation__required_facts"),
+            as_text("expectation__relevant_refs"),
+            as_text("expectation__known_gaps"),
         )  # fmt: skip
     )
     passage_ids = Retrieval.objects.filter(response__run=run).values("passage_id")
@@ -164,9 +150,9 @@ def iter_response_figures(
             "claim__key",
             "kind",
             "text",
-            _text("citations"),
-            _text("facts"),
-            _text("gaps"),
+            as_text("citations"),
+            as_text("facts"),
+            as_text("gaps"),
             "withdrawn",
         )  # fmt: skip
         .iterator(chunk_size=CHUNK)
@@ -181,7 +167,7 @@ def iter_response_figures(
             "origin",
             "support",
             "association",
-            _text("citation_relevance"),
+            as_text("citation_relevance"),
             "diagnosis",
             "created_at",
         )  # fmt: skip
@@ -213,7 +199,7 @@ def iter_response_figures(
         ) in revisions.take(pk):
             if claim_id not in claims:  # newest revision first
                 claims[claim_id] = ClaimState(
-                    key, kind, claim_text, _decoded(cited), _decoded(fact_ids), _decoded(gap_ids),
+                    key, kind, claim_text, decoded(cited), decoded(fact_ids), decoded(gap_ids),
                     withdrawn,
                 )  # fmt: skip
         for (
@@ -234,7 +220,7 @@ def iter_response_figures(
                         origin,
                         support,
                         association,
-                        _decoded(relevance),
+                        decoded(relevance),
                         diagnosis,
                         created_at,
                     )
@@ -244,7 +230,7 @@ def iter_response_figures(
             claim.sighted = sighted
         ranked = [facts_of[pid] for _, pid in retrievals.take(pk)]
         cited_rows = citations.take(pk)
-        facts, relevant, gaps = _decoded(facts), _decoded(relevant), _decoded(gaps)
+        facts, relevant, gaps = decoded(facts), decoded(relevant), decoded(gaps)
         expectation = {"required_facts": facts, "relevant_refs": relevant, "known_gaps": gaps}
         claim_list = list(claims.values())
         reviewed = is_reviewed(complete=complete, abstained=abstained, text=text)
@@ -302,11 +288,11 @@ def _claim_cited_passages(run: Run, *, known: set[str]) -> dict[int, tuple]:
         ClaimRevision.objects.filter(claim__response__run=run)
         .exclude(citations=[])
         .order_by()  # no ordering column in the DISTINCT
-        .values_list(_text("citations"), flat=True)
+        .values_list(as_text("citations"), flat=True)
         .distinct()
         .iterator(chunk_size=CHUNK)
     ):
-        refs.update(_decoded(cited))
+        refs.update(decoded(cited))
     missing = sorted(refs - known)
     found: dict[int, tuple] = {}
     for start in range(0, len(missing), CHUNK):  # SQLite caps the parameters of a query
