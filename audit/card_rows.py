@@ -19,6 +19,7 @@ from cards.metrics import Lockstep
 from cards.models import ClaimRevision, VerdictRevision
 from cards.verdicts import NO_CONSENSUS, counted
 from evidence.canonical import rfc3339
+from evidence.fields import as_text, decoded
 from evidence.models import Passage
 from evidence.spreadsheet import spreadsheet_cell
 from replay.models import Run
@@ -29,6 +30,12 @@ CARD_COLUMNS = (
     "run_id", "case_id", "claim_id", "kind", "withdrawn", "text", "spans", "citations",
     "citation_texts", "association", "support", "contradicts", "reason", "diagnosis", "facts",
     "gaps", "prechecks", "reviewer", "origin", "judged_at", "note",
+)  # fmt: skip
+# A verdict's columns, as cards.verdicts reads them (annotator, origin, support) and the
+# card shows them.
+VERDICT_COLUMNS = (
+    "annotator", "origin", "association", "support", "contradicts", "reason", "diagnosis",
+    "note", "created_at",
 )  # fmt: skip
 VERDICT_FIELDS = (
     "association", "support", "contradicts", "reason", "diagnosis", "note", "reviewer", "origin",
@@ -51,59 +58,38 @@ def card_rows(*, package: Package) -> Iterator[dict]:
 def _cards_of(*, package: Package, run: Run) -> Iterator[dict]:
     """Cards in lockstep with their verdicts; citations still as refs."""
     hints = package.hints.get(run.pk, {})
+    snapshot = run.snapshot.name
     # Consensus counts each annotator's blind label in a blind project, as the figures do.
     clock = sightings(run=run)
     verdicts = Lockstep(
-        ((row["claim__response__position"], row["claim__position"]), row)
-        for row in VerdictRevision.objects.filter(claim__response__run=run)
+        ((response, claim), _Verdict(**dict(zip(VERDICT_COLUMNS, rest, strict=True))))
+        for response, claim, *rest in VerdictRevision.objects.filter(claim__response__run=run)
         .order_by("claim__response__position", "claim__position", "-seq")
-        .values(
-            "claim__response__position",
-            "claim__position",
-            "annotator",
-            "origin",
-            "association",
-            "support",
-            "contradicts",
-            "reason",
-            "diagnosis",
-            "note",
-            "created_at",
-        )
+        .values_list("claim__response__position", "claim__position", *VERDICT_COLUMNS)
         .iterator(chunk_size=CHUNK)
     )
     previous = None
-    for row in (
+    for (
+        response, claim, key, response_id, case_id, text, kind, withdrawn, spans, citations,
+        facts, gaps,
+    ) in (
         ClaimRevision.objects.filter(claim__response__run=run)
         .order_by("claim__response__position", "claim__position", "-seq")
-        .values(
-            "claim__response__position",
-            "claim__position",
-            "claim__key",
-            "claim__response_id",
-            "claim__response__case__case_id",
-            "text",
-            "kind",
-            "withdrawn",
-            "spans",
-            "citations",
-            "facts",
-            "gaps",
+        .values_list(
+            "claim__response__position", "claim__position", "claim__key",
+            "claim__response_id", "claim__response__case__case_id", "text", "kind",
+            "withdrawn", as_text("spans"), as_text("citations"), as_text("facts"),
+            as_text("gaps"),
         )
         .iterator(chunk_size=CHUNK)
-    ):
-        position = (row["claim__response__position"], row["claim__position"])
+    ):  # fmt: skip
+        position = (response, claim)
         if position == previous:
             continue  # an older revision of the same claim
         previous = position
-        case_id, key = row["claim__response__case__case_id"], row["claim__key"]
         claim_verdicts = [verdict for _, verdict in verdicts.take(position)]
-        chosen = counted(
-            [_Verdict(**v) for v in claim_verdicts],
-            package.source,
-            sighted=clock.of(row["claim__response_id"]),
-        )
-        if chosen is None and not row["withdrawn"]:
+        chosen = counted(claim_verdicts, package.source, sighted=clock.of(response_id))
+        if chosen is None and not withdrawn:
             name = f"cards: {run.run_id}/{case_id}/{key}"
             package.missing.append(
                 f"{name} has no verdict from {package.source.label}"
@@ -112,16 +98,16 @@ def _cards_of(*, package: Package, run: Run) -> Iterator[dict]:
             )
         yield {
             "run_id": run.run_id,
-            "snapshot": run.snapshot.name,
+            "snapshot": snapshot,
             "case_id": case_id,
             "claim_id": key,
-            "text": row["text"],
-            "kind": row["kind"],
-            "withdrawn": row["withdrawn"],
-            "spans": row["spans"],
-            "citations": row["citations"],
-            "facts": row["facts"],
-            "gaps": row["gaps"],
+            "text": text,
+            "kind": kind,
+            "withdrawn": withdrawn,
+            "spans": decoded(spans),
+            "citations": decoded(citations),
+            "facts": decoded(facts),
+            "gaps": decoded(gaps),
             **_verdict_fields(chosen),
             "prechecks": hints.get(case_id, {}).get(key, []),
         }

@@ -29,7 +29,7 @@ from audit.figures import comparison, metrics_chunks
 from audit.fixture_rows import case_rows, collect_claim_passages, passage_rows
 from audit.manifest import CARDS_SCHEMA, README, manifest_bytes
 from audit.package import AuditExportError, Package
-from audit.revision_rows import revision_rows
+from audit.revision_rows import revision_chunks
 from audit.run_rows import response_rows, retrieval_rows, run_meta
 from audit.zipstream import ZipStream, line, lines
 from ingest.bundle import SCHEMA_PATH
@@ -99,7 +99,7 @@ def _members(package: Package, zip_stream: ZipStream) -> Iterator[bytes]:
     with tempfile.SpooledTemporaryFile(max_size=8 * 1024 * 1024) as spool:
         yield from member("cards/cards.jsonl", cards_and_csv(card_rows(package=package), spool))
         yield from member("cards/cards.csv", spooled(spool))
-    yield from member("cards/revisions.jsonl", lines(revision_rows(package=package)))
+    yield from member("cards/revisions.jsonl", revision_chunks(package=package))
     if package.compare:
         a, b = package.compare
         figures = comparison(package=package, run_a=a, run_b=b)

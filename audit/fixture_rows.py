@@ -4,11 +4,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from django.db.models import Exists, OuterRef, Q
+
 from audit.package import CHUNK, AuditExportError, Package
 from cards.models import ClaimRevision
 from evidence.canonical import text_sha256
+from evidence.fields import as_text, decoded
 from evidence.models import Expectation, Passage
-from replay.models import Response
+from replay.models import Citation, Response, Retrieval
 
 
 def case_rows(*, package: Package) -> Iterator[dict]:
@@ -42,38 +45,53 @@ def case_rows(*, package: Package) -> Iterator[dict]:
 
 
 def passage_rows(*, package: Package) -> Iterator[dict]:
-    """Every passage the runs' files named, its hash recomputed: a mismatch stops the export.
+    """Every passage the runs' files name, its hash recomputed: a mismatch stops the export.
 
+    Those a response of the runs retrieved or cited, found by the database (subqueries,
+    not a list of ids sent with the query: 100,000 of them cost more to send and parse
+    than to read the rows), and those only a claim cites (`collect_claim_passages`).
     The mismatches are all named at the end (a tampered database rarely has just one), so
     the member is never finished and the package never gets a manifest.
     """
+    runs = package.runs
+    named = Q(pk__in=Retrieval.objects.filter(response__run__in=runs).values("passage_id"))
+    named |= Q(pk__in=Citation.objects.filter(response__run__in=runs).values("passage_id"))
+    if package.claim_passage_ids:
+        named |= Q(pk__in=sorted(package.claim_passage_ids))
     bad = []
-    for p in (
-        Passage.objects.filter(pk__in=package.passage_ids)
-        .select_related("snapshot")
+    for (
+        pk, snapshot, ref, doc_id, version, chunk_id, text, digest, title, url, anchor,
+        context_before, context_after, version_status, superseded_by,
+    ) in (
+        Passage.objects.filter(named)
         .order_by("snapshot__name", "ref")
+        .values_list(
+            "pk", "snapshot__name", "ref", "doc_id", "version", "chunk_id", "text", "sha256",
+            "title", "url", "anchor", "context_before", "context_after", "version_status",
+            "superseded_by",
+        )
         .iterator(chunk_size=CHUNK)
-    ):
-        if text_sha256(p.text) != p.sha256:
-            bad.append(f"{p.snapshot.name} {p.ref} (row {p.pk})")
+    ):  # fmt: skip
+        if text_sha256(text) != digest:
+            bad.append(f"{snapshot} {ref} (row {pk})")
             continue
         yield {
-            "snapshot": p.snapshot.name,
-            "ref": p.ref,
-            "doc_id": p.doc_id,
-            "version": p.version,
-            "chunk_id": p.chunk_id,
-            "text": p.text,
-            "sha256": p.sha256,
+            "snapshot": snapshot,
+            "ref": ref,
+            "doc_id": doc_id,
+            "version": version,
+            "chunk_id": chunk_id,
+            "text": text,
+            "sha256": digest,
             "locator": {
-                "title": p.title,
-                "url": p.url,
-                "anchor": p.anchor,
-                "context_before": p.context_before,
-                "context_after": p.context_after,
+                "title": title,
+                "url": url,
+                "anchor": anchor,
+                "context_before": context_before,
+                "context_after": context_after,
             },
-            "version_status": p.version_status,
-            "superseded_by": p.superseded_by or None,
+            "version_status": version_status,
+            "superseded_by": superseded_by or None,
         }
     if bad:
         raise AuditExportError(
@@ -82,20 +100,32 @@ def passage_rows(*, package: Package) -> Iterator[dict]:
 
 
 def collect_claim_passages(*, package: Package) -> None:
-    """Passages a claim cites although its response neither retrieved nor cited them."""
+    """Passages a claim cites although no response of the runs retrieved or cited them.
+
+    Usually none: only these ids are kept, not every passage's.
+    """
     for run in package.runs:
         refs: set[str] = set()
         for cited in (
             ClaimRevision.objects.filter(claim__response__run=run)
             .exclude(citations=[])
-            .values_list("citations", flat=True)
+            .order_by()  # no ordering column in the DISTINCT
+            .values_list(as_text("citations"), flat=True)
+            .distinct()
             .iterator(chunk_size=CHUNK)
         ):
-            refs.update(cited)
+            refs.update(decoded(cited))
+        named = Exists(
+            Retrieval.objects.filter(passage_id=OuterRef("pk"), response__run__in=package.runs)
+        ) | Exists(
+            Citation.objects.filter(passage_id=OuterRef("pk"), response__run__in=package.runs)
+        )
         ordered = sorted(refs)
         for start in range(0, len(ordered), CHUNK):  # SQLite caps the parameters of a query
-            package.passage_ids.update(
+            package.claim_passage_ids.update(
                 Passage.objects.filter(
                     snapshot_id=run.snapshot_id, ref__in=ordered[start : start + CHUNK]
-                ).values_list("pk", flat=True)
+                )
+                .exclude(named)
+                .values_list("pk", flat=True)
             )

@@ -41,7 +41,8 @@ class Package:
     source: Source = Source()  # frozen: one default instance is safe to share
     # Collected while writing:
     missing: list[str] = field(default_factory=list)
-    passage_ids: set[int] = field(default_factory=set)
+    # Passages only a claim cites (no response of the runs retrieved or cited them).
+    claim_passage_ids: set[int] = field(default_factory=set)
     hints: dict[int, dict[str, dict]] = field(default_factory=dict)  # run → case → claim hints
     chain_heads: dict[str, str] = field(default_factory=dict)
     newest: datetime | None = None

@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import hashlib
 import heapq
 from collections.abc import Iterator
 
 from audit.package import CHUNK, AuditExportError, Package, anchored_head_gone
-from cards.chain import claim_revision_document, seal, verdict_revision_document
+from cards.chain import claim_revision_document, verdict_revision_document
 from cards.models import ClaimRevision, VerdictRevision
+from evidence.canonical import canonical_str
+from evidence.fields import as_text, decoded
 
 IDENTITY = (
     "claim_id", "claim__response__run__run_id", "claim__response__case__case_id", "claim__key",
@@ -20,13 +23,33 @@ VERDICT_FIELDS = (
     *COMMON_FIELDS, "association", "support", "contradicts", "diagnosis", "citation_relevance",
     "note", "stated_at", "supersedes__seq",
 )  # fmt: skip
+# The JSON columns, read as text and decoded once per distinct value (evidence.fields).
+JSON_FIELDS = {
+    "claim": ("spans", "citations", "facts", "gaps"),
+    "verdict": ("citation_relevance",),
+}
 # Oldest first (audit-package.md); revisions of one instant (an import) claim by claim, each
 # in chain order. Sorted by the database, so memory does not grow with the revisions.
 ORDER = ("created_at", "claim_id", "seq")
+BATCH = 500  # lines per chunk of the file
 
 
-def revision_rows(*, package: Package) -> Iterator[dict]:
-    """Every claim and verdict revision, oldest first, re-sealed and checked chain by chain.
+def revision_chunks(*, package: Package) -> Iterator[bytes]:
+    """cards/revisions.jsonl in chunks of lines: each revision's document is encoded once,
+    for its seal and its line (`_sealed_line`)."""
+    buffer = []
+    for line in revision_rows(package=package):
+        buffer.append(line)
+        if len(buffer) >= BATCH:
+            yield "".join(buffer).encode("utf-8")
+            buffer.clear()
+    if buffer:
+        yield "".join(buffer).encode("utf-8")
+
+
+def revision_rows(*, package: Package) -> Iterator[str]:
+    """Every claim and verdict revision, oldest first, re-sealed and checked chain by chain:
+    each one's line of the file (canonical JSON and `\\n`).
 
     The chains are interleaved: what is kept of each is its last seq and hash, so memory
     grows with the number of claims, not of revisions. A revision dated before the one it
@@ -40,18 +63,8 @@ def revision_rows(*, package: Package) -> Iterator[dict]:
     rewritten after the anchors were checked, as the export ran, is refused here.
     """
     runs = package.runs
-    claims = (
-        ClaimRevision.objects.filter(claim__response__run__in=runs)
-        .order_by(*ORDER)
-        .values(*IDENTITY, *CLAIM_FIELDS)
-        .iterator(chunk_size=CHUNK)
-    )
-    verdicts = (
-        VerdictRevision.objects.filter(claim__response__run__in=runs)
-        .order_by(*ORDER)
-        .values(*IDENTITY, *VERDICT_FIELDS)
-        .iterator(chunk_size=CHUNK)
-    )
+    claims = _rows(ClaimRevision, runs, CLAIM_FIELDS, JSON_FIELDS["claim"])
+    verdicts = _rows(VerdictRevision, runs, VERDICT_FIELDS, JSON_FIELDS["verdict"])
     heads: dict[int, tuple[int, str]] = {}  # claim → seq and sha256 of its last row written
     waiting: dict[int, dict[int, tuple[str, dict]]] = {}  # claim → seq → row, out of time order
     for kind, row in _merged(claims, verdicts):
@@ -73,6 +86,20 @@ def revision_rows(*, package: Package) -> Iterator[dict]:
             raise anchored_head_gone(chain, *min(unmet.items()))
 
 
+def _rows(model, runs, fields: tuple[str, ...], json_fields: tuple[str, ...]) -> Iterator[dict]:
+    """The table's rows in ORDER, as `values()` gives them, the JSON columns decoded."""
+    texts = {f"{name}_text": as_text(name) for name in json_fields}
+    for row in (
+        model.objects.filter(claim__response__run__in=runs)
+        .order_by(*ORDER)
+        .values(*IDENTITY, *(name for name in fields if name not in json_fields), **texts)
+        .iterator(chunk_size=CHUNK)
+    ):
+        for name in json_fields:
+            row[name] = decoded(row.pop(f"{name}_text"))
+        yield row
+
+
 def _merged(claims: Iterator[dict], verdicts: Iterator[dict]) -> Iterator[tuple[str, dict]]:
     """The two tables' rows as one stream in ORDER: the chains span both tables."""
 
@@ -86,14 +113,14 @@ def _merged(claims: Iterator[dict], verdicts: Iterator[dict]) -> Iterator[tuple[
         yield kind, row
 
 
-def _checked(package: Package, heads: dict, kind: str, row: dict) -> dict:
-    """The row as written to the file, after checking its link and re-sealing its document."""
+def _checked(package: Package, heads: dict, kind: str, row: dict) -> str:
+    """The row's line in the file, after checking its link and re-sealing its document."""
     seq, previous = heads.get(row["claim_id"], (0, None))
     if row["seq"] != seq + 1 or row["prev_sha256"] != previous:
         raise AuditExportError(f"broken revision chain at {_where(package, kind, row)}")
     identity = _identity(package, row)
-    document = _document(kind, row, identity)
-    if seal(document) != row["sha256"]:
+    sealed, line = _sealed_line(_document(kind, row, identity), row["sha256"])
+    if hashlib.sha256(sealed.encode("utf-8")).hexdigest() != row["sha256"]:
         raise AuditExportError(
             f"revision content does not match its hash at {_where(package, kind, row)}"
         )
@@ -104,7 +131,24 @@ def _checked(package: Package, heads: dict, kind: str, row: dict) -> dict:
         anchored.pop(row["sha256"], None)
     if package.newest is None or row["created_at"] > package.newest:
         package.newest = row["created_at"]
-    return {**document, "sha256": row["sha256"]}
+    return line
+
+
+def _sealed_line(document: dict, digest: str) -> tuple[str, str]:
+    """The document's canonical JSON (what its seal hashes, cards.chain) and the file's line:
+    the same with `sha256` added, encoded once.
+
+    Canonical JSON writes the keys in sorted order, joined by `,`: the keys before `sha256`,
+    then those after it. Each half is encoded alone, and the two texts are those halves
+    joined without and with `"sha256":"…"` between them (a hex digest needs no escaping).
+    """
+    before = {key: value for key, value in document.items() if key < "sha256"}
+    after = {key: value for key, value in document.items() if key > "sha256"}
+    head, tail = (canonical_str(half)[1:-1] if half else None for half in (before, after))
+    sealed = "{" + ",".join(part for part in (head, tail) if part is not None) + "}"
+    seal = f'"sha256":"{digest}"'
+    line = "{" + ",".join(part for part in (head, seal, tail) if part is not None) + "}\n"
+    return sealed, line
 
 
 def _identity(package: Package, row: dict) -> dict:

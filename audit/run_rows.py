@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 from audit.package import CHUNK, Package
 from cards.metrics import Lockstep
 from evidence.canonical import rfc3339
+from evidence.fields import as_text, decoded
 from replay.models import Citation, Response, Retrieval, Run
 
 
@@ -28,82 +30,67 @@ def run_meta(*, run: Run) -> dict:
 
 
 def response_rows(*, package: Package, run: Run) -> Iterator[dict]:
-    """Each answer with its citation markers; notes the passages cited and the traces missing."""
+    """Each answer with its citation markers; notes the traces missing."""
     citations = Lockstep(
-        (row["response__position"], row)
-        for row in Citation.objects.filter(response__run=run)
+        Citation.objects.filter(response__run=run)
         .order_by("response__position", "position")
-        .values("response__position", "marker", "passage__ref", "start", "end", "passage_id")
+        .values_list("response__position", "marker", "passage__ref", "start", "end")
         .iterator(chunk_size=CHUNK)
     )
-    for row in (
+    for position, case_id, version, answer_id, text, abstained, trace in (
         Response.objects.filter(run=run)
         .order_by("position")
-        .values(
+        .values_list(
             "position",
             "case__case_id",
             "expectation__version",
             "answer_id",
             "text",
             "abstained",
-            "trace",
+            as_text("trace"),
         )
         .iterator(chunk_size=CHUNK)
     ):
-        case_id = row["case__case_id"]
-        if row["trace"] is None:
+        if trace is None:
             package.missing.append(f"runs/{run.run_id}: trace of case {case_id}")
-        cited = []
-        for _, citation in citations.take(row["position"]):
-            package.passage_ids.add(citation["passage_id"])
-            cited.append(
-                {
-                    "marker": citation["marker"],
-                    "ref": citation["passage__ref"],
-                    "start": citation["start"],
-                    "end": citation["end"],
-                }
-            )
         yield {
             "case_id": case_id,
-            "expectation_version": row["expectation__version"],
-            "answer_id": row["answer_id"] or None,
-            "text": row["text"],
-            "abstained": row["abstained"],
-            "citations": cited,
-            "trace": row["trace"],  # decoded by the field, exactly as imported
+            "expectation_version": version,
+            "answer_id": answer_id or None,
+            "text": text,
+            "abstained": abstained,
+            "citations": [
+                {"marker": marker, "ref": ref, "start": start, "end": end}
+                for _, marker, ref, start, end in citations.take(position)
+            ],
+            # Exactly as imported (evidence.fields.VerbatimJSONField); one per response,
+            # often large: decoded without the shared cache.
+            "trace": None if trace is None else json.loads(trace),
         }
 
 
 def retrieval_rows(*, package: Package, run: Run) -> Iterator[dict]:
-    """The ranked lists, response by response; notes the passages retrieved."""
-    for row in (
+    """The ranked lists, response by response."""
+    for case_id, rank, ref, score, as_imported, filters in (
         Retrieval.objects.filter(response__run=run)
         .order_by("response__position", "rank")
-        .values(
+        .values_list(
             "response__case__case_id",
             "rank",
             "passage__ref",
             "score",
-            "score_as_imported",
-            "filters",
-            "passage_id",
+            as_text("score_as_imported"),
+            as_text("filters"),
         )
         .iterator(chunk_size=CHUNK)
     ):
-        package.passage_ids.add(row["passage_id"])
         yield {
-            "case_id": row["response__case__case_id"],
-            "rank": row["rank"],
-            "ref": row["passage__ref"],
-            "score": _score(row),
-            "filters": row["filters"],
+            "case_id": case_id,
+            "rank": rank,
+            "ref": ref,
+            # The score as the bundle wrote it: `score_as_imported` keeps `1` an integer,
+            # where the float column would give 1.0; rows imported before it was kept have
+            # only the float.
+            "score": score if as_imported is None else decoded(as_imported),
+            "filters": decoded(filters),
         }
-
-
-def _score(row: dict) -> int | float | None:
-    """The score as the bundle wrote it: `score_as_imported` keeps `1` an integer, where the
-    float column would give 1.0; rows imported before it was kept have only the float."""
-    if row["score_as_imported"] is not None:
-        return row["score_as_imported"]
-    return row["score"]

@@ -123,11 +123,13 @@ def answer_parts(pool: list[str], i: int, refs: list[str]) -> tuple[str, list[di
     return " ".join(sentences), citations, spans
 
 
-def import_bundle_lines(n: int, run_id: str = "bench-r1") -> Iterator[dict]:
+def import_bundle_lines(
+    n: int, run_id: str = "bench-r1", snapshot: str = "bench-snapshot"
+) -> Iterator[dict]:
     """n cases, each with 10 passages of ~1 KB, a case with 2 required facts, and a response
     with a ~1 KB answer, 10 retrieved refs, 2 citations with offsets and 5 judged claims."""
     pool = sentence_pool()
-    yield run_line(run_id, "bench-snapshot", f"Import benchmark, {n} cases")
+    yield run_line(run_id, snapshot, f"Import benchmark, {n} cases")
     for i in range(n):
         refs = [f"doc{i}@v1#c{j}" for j in range(1, 11)]
         for j, ref in enumerate(refs, start=1):

@@ -48,6 +48,22 @@ def memory_kb(field_name: str) -> int:
     raise RuntimeError(f"no {field_name} in /proc/self/status")
 
 
+def gc_timer() -> list[float]:
+    """Accumulate the time the cyclic garbage collector runs, from now on, into a 1-list."""
+    import gc
+
+    total, started = [0.0], [0.0]
+
+    def callback(phase: str, info: dict) -> None:
+        if phase == "start":
+            started[0] = time.perf_counter()
+        else:
+            total[0] += time.perf_counter() - started[0]
+
+    gc.callbacks.append(callback)
+    return total
+
+
 # --- Django, in this process or in a child ---------------------------------------------------
 
 

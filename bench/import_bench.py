@@ -49,6 +49,7 @@ from harness import (
     Postgres,
     code_state,
     django_env,
+    gc_timer,
     log,
     memory_kb,
     report_to_parent,
@@ -62,22 +63,6 @@ PROJECT = "bench"
 
 
 # --- the child: one import in its own process ------------------------------------------------
-
-
-def gc_timer() -> list[float]:
-    """Accumulate the time the cyclic garbage collector runs, from now on, into a 1-list."""
-    import gc
-
-    total, started = [0.0], [0.0]
-
-    def callback(phase: str, info: dict) -> None:
-        if phase == "start":
-            started[0] = time.perf_counter()
-        else:
-            total[0] += time.perf_counter() - started[0]
-
-    gc.callbacks.append(callback)
-    return total
 
 
 def child(bundle: str, profile: str | None) -> None:

@@ -2,23 +2,23 @@
 
 The arithmetic is in cards.figures; this module reads the rows and feeds them in.
 
-A fixed number of queries whatever the size of the run: responses, ranked
-retrieval, citations, claim revisions and verdicts are each read once, in
-response order, and merged here; passages are read once per run (their
-number tokens were stored at import, so no passage text is loaded).
+Responses, ranked retrieval, citations, claim revisions and verdicts are each
+read once, in response order, and merged here; passages are read per batch of
+1,000 responses (their number tokens were stored at import, so no passage text
+is loaded), so memory does not grow with the run. A fixed number of queries
+for a run of up to 1,000 responses, and three more (passages, claim-cited
+passages when any, drift) for each further batch.
 """
 
 from __future__ import annotations
 
-import functools
 import itertools
-import json
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
-from django.db.models import F, Q, TextField
-from django.db.models.functions import Cast
+from django.db.models import Case, F, Q, Value, When
+from django.db.models.functions import Left, StrIndex
 
 from cards.blind import sightings
 from cards.figures import ClaimState, Totals, Verdict, response_figures, to_json
@@ -27,22 +27,13 @@ from cards.prechecks import ClaimFacts, PassageFacts, ResponseFacts, prechecks
 from cards.progress import is_reviewed, latest_review_complete
 from cards.verdicts import Source
 from evidence.drift import drifted_refs_of
+from evidence.fields import as_text, decoded
 from evidence.models import Passage
 from replay.models import Citation, Response, Retrieval, Run
 
 CHUNK = 2000
-
-
-@functools.lru_cache(maxsize=65536)
-def _decoded(text: str | None) -> Any:
-    """JSON columns come as text and are decoded once per distinct value: most claims'
-    `facts`, `gaps` and relevance maps repeat. The results are shared: never mutate them."""
-    return None if text is None else json.loads(text)
-
-
-def _text(name: str) -> Cast:
-    # Read as text: Django's per-row JSON converters cost more than the decoding itself.
-    return Cast(F(name), output_field=TextField())
+# Responses whose passages are read together (iter_response_figures).
+BATCH = 1000
 
 
 @dataclass
@@ -117,7 +108,12 @@ def run_metrics(
 def iter_response_figures(
     *, run: Run, source: Source, keep_details: bool = False
 ) -> Iterator[tuple[dict[str, Any], ResponseDetail | None]]:
-    """Each response's figures (and, when asked, what a comparison needs), one at a time."""
+    """Each response's figures (and, when asked, what a comparison needs), one at a time.
+
+    The responses are read in batches of BATCH, with the passages they need (what they
+    retrieved or marked, what their claims cite, and which of those drifted): memory does
+    not grow with the run, for a few queries per batch.
+    """
     responses = (
         Response.objects.filter(run=run)
         .annotate(review_complete=latest_review_complete())
@@ -129,20 +125,12 @@ def iter_response_figures(
             "text",
             "abstained",
             "review_complete",
-            _text("expectation__required_facts"),
-            _text("expectation__relevant_refs"),
-            _text("expectation__known_gaps"),
+            as_text("expectation__required_facts"),
+            as_text("expectation__relevant_refs"),
+            as_text("expectation__known_gaps"),
         )  # fmt: skip
     )
-    passage_ids = Retrieval.objects.filter(response__run=run).values("passage_id")
-    cited_ids = Citation.objects.filter(response__run=run).values("passage_id")
-    passages = _passages(Passage.objects.filter(Q(pk__in=passage_ids) | Q(pk__in=cited_ids)))
-    passages.update(_claim_cited_passages(run, known={row[0] for row in passages.values()}))
-    drifted = _drifted(run, passages)
-    facts_of = {pk: _facts(row) for pk, row in passages.items()}  # built once per passage
-    # Refs are unique within the run's snapshot, so one map serves every response's checks.
-    facts_by_ref = {facts.ref: facts for facts in facts_of.values()}
-    doc_of = {ref: doc for ref, doc, *_ in passages.values()}
+    doc_of = _doc_exceptions(run)
     retrievals = Lockstep(
         Retrieval.objects.filter(response__run=run)
         .order_by("response_id", "rank")
@@ -164,9 +152,9 @@ def iter_response_figures(
             "claim__key",
             "kind",
             "text",
-            _text("citations"),
-            _text("facts"),
-            _text("gaps"),
+            as_text("citations"),
+            as_text("facts"),
+            as_text("gaps"),
             "withdrawn",
         )  # fmt: skip
         .iterator(chunk_size=CHUNK)
@@ -181,153 +169,190 @@ def iter_response_figures(
             "origin",
             "support",
             "association",
-            _text("citation_relevance"),
+            as_text("citation_relevance"),
             "diagnosis",
             "created_at",
         )  # fmt: skip
         .iterator(chunk_size=CHUNK)
     )
     clock = sightings(run=run)
-    for (
-        pk,
-        case_id,
-        expectation_id,
-        text,
-        abstained,
-        complete,
-        facts,
-        relevant,
-        gaps,
-    ) in responses.iterator(chunk_size=CHUNK):
-        claims: dict[int, ClaimState] = {}
-        for (
-            _,
-            claim_id,
-            key,
-            kind,
-            claim_text,
-            cited,
-            fact_ids,
-            gap_ids,
-            withdrawn,
-        ) in revisions.take(pk):
-            if claim_id not in claims:  # newest revision first
-                claims[claim_id] = ClaimState(
-                    key, kind, claim_text, _decoded(cited), _decoded(fact_ids), _decoded(gap_ids),
-                    withdrawn,
-                )  # fmt: skip
-        for (
-            _,
-            claim_id,
-            annotator,
-            origin,
-            support,
-            association,
-            relevance,
-            diagnosis,
-            created_at,
-        ) in verdicts.take(pk):
-            if claim_id in claims:
-                claims[claim_id].verdicts.append(
-                    Verdict(
-                        annotator,
-                        origin,
-                        support,
-                        association,
-                        _decoded(relevance),
-                        diagnosis,
-                        created_at,
+    for batch in itertools.batched(responses.iterator(chunk_size=CHUNK), BATCH):
+        read = []
+        for response in batch:
+            pk = response[0]
+            claims: dict[int, ClaimState] = {}
+            for (
+                _,
+                claim_id,
+                key,
+                kind,
+                claim_text,
+                cited,
+                fact_ids,
+                gap_ids,
+                withdrawn,
+            ) in revisions.take(pk):
+                if claim_id not in claims:  # newest revision first
+                    claims[claim_id] = ClaimState(
+                        key, kind, claim_text, decoded(cited), decoded(fact_ids),
+                        decoded(gap_ids), withdrawn,
+                    )  # fmt: skip
+            for (
+                _,
+                claim_id,
+                annotator,
+                origin,
+                support,
+                association,
+                relevance,
+                diagnosis,
+                created_at,
+            ) in verdicts.take(pk):
+                if claim_id in claims:
+                    claims[claim_id].verdicts.append(
+                        Verdict(
+                            annotator,
+                            origin,
+                            support,
+                            association,
+                            decoded(relevance),
+                            diagnosis,
+                            created_at,
+                        )
                     )
+            ranked_ids = [pid for _, pid in retrievals.take(pk)]
+            read.append((response, list(claims.values()), ranked_ids, citations.take(pk)))
+        passages = _batch_passages(run, read)
+        # Refs are unique within the run's snapshot, so one map serves the batch's checks.
+        facts_by_ref = {facts.ref: facts for facts in passages.values()}
+        drifted = frozenset(
+            drifted_refs_of(
+                snapshot_id=run.snapshot_id,
+                project_id=run.project_id,
+                refs={passages[pid].ref for *_, rows in read for _, pid, _, _ in rows},
+            )
+        )
+        for (
+            (pk, case_id, expectation_id, text, abstained, complete, facts, relevant, gaps),
+            claim_list,
+            ranked_ids,
+            cited_rows,
+        ) in read:
+            sighted = clock.of(pk)
+            for claim in claim_list:
+                claim.sighted = sighted
+            ranked = [passages[pid] for pid in ranked_ids]
+            facts, relevant, gaps = decoded(facts), decoded(relevant), decoded(gaps)
+            expectation = {"required_facts": facts, "relevant_refs": relevant, "known_gaps": gaps}
+            reviewed = is_reviewed(complete=complete, abstained=abstained, text=text)
+            figures = response_figures(
+                reviewed=reviewed, expectation=expectation,
+                claims=claim_list, ranked=ranked, doc_of=doc_of, source=source,
+            )  # fmt: skip
+            hints = prechecks(
+                ResponseFacts(
+                    answer=text,
+                    marker_spans=[(s, e) for _, _, s, e in cited_rows if s is not None],
+                    cited_refs=[passages[pid].ref for _, pid, _, _ in cited_rows],
+                    retrieved=ranked,
+                    passages=facts_by_ref,
+                    relevant_refs=relevant,
+                    drifted_refs=drifted,
+                    claims=[
+                        ClaimFacts(c.key, c.kind, c.text, c.citations)
+                        for c in claim_list
+                        if not c.withdrawn
+                    ],
                 )
-        sighted = clock.of(pk)
-        for claim in claims.values():
-            claim.sighted = sighted
-        ranked = [facts_of[pid] for _, pid in retrievals.take(pk)]
-        cited_rows = citations.take(pk)
-        facts, relevant, gaps = _decoded(facts), _decoded(relevant), _decoded(gaps)
-        expectation = {"required_facts": facts, "relevant_refs": relevant, "known_gaps": gaps}
-        claim_list = list(claims.values())
-        reviewed = is_reviewed(complete=complete, abstained=abstained, text=text)
-        figures = response_figures(
-            reviewed=reviewed, expectation=expectation,
-            claims=claim_list, ranked=ranked, doc_of=doc_of, source=source,
-        )  # fmt: skip
-        hints = prechecks(
-            ResponseFacts(
-                answer=text,
-                marker_spans=[(s, e) for _, _, s, e in cited_rows if s is not None],
-                cited_refs=[passages[pid][0] for _, pid, _, _ in cited_rows],
-                retrieved=ranked,
-                passages=facts_by_ref,
-                relevant_refs=relevant,
-                drifted_refs=drifted,
-                claims=[
-                    ClaimFacts(c.key, c.kind, c.text, c.citations)
-                    for c in claim_list
-                    if not c.withdrawn
-                ],
             )
-        )
-        detail = None
-        if keep_details:
-            detail = ResponseDetail(
-                expectation_id=expectation_id,
-                answer=text,
-                claims=claim_list,
-                cited={passages[pid][0] for _, pid, _, _ in cited_rows},
-                relevant=relevant,
-                facts=facts,
-            )
-        yield {"case_id": case_id, **figures, "prechecks": hints.as_dict()}, detail
+            detail = None
+            if keep_details:
+                detail = ResponseDetail(
+                    expectation_id=expectation_id,
+                    answer=text,
+                    claims=claim_list,
+                    cited={passages[pid].ref for _, pid, _, _ in cited_rows},
+                    relevant=relevant,
+                    facts=facts,
+                )
+            yield {"case_id": case_id, **figures, "prechecks": hints.as_dict()}, detail
 
 
-def _passages(queryset) -> dict[int, tuple]:
-    return {
-        pk: (ref, doc_id, status, frozenset(numbers.split()), digest, snapshot_id)
-        for pk, ref, doc_id, status, numbers, digest, snapshot_id in queryset.values_list(
-            "pk", "ref", "doc_id", "version_status", "numbers", "sha256", "snapshot_id"
-        )
-    }
-
-
-def _claim_cited_passages(run: Run, *, known: set[str]) -> dict[int, tuple]:
-    """Passages a claim cites although its response neither retrieved nor marked them.
-
-    A bundle's claim may cite any passage it declares (bundle.md), and a reviewer any
-    passage of the run's snapshot: without these, such a claim's pre-checks would read
-    no evidence. Two queries; the second only when there is such a passage.
-    """
-    refs: set[str] = set()
-    for cited in (
-        ClaimRevision.objects.filter(claim__response__run=run)
-        .exclude(citations=[])
-        .order_by()  # no ordering column in the DISTINCT
-        .values_list(_text("citations"), flat=True)
-        .distinct()
-        .iterator(chunk_size=CHUNK)
-    ):
-        refs.update(_decoded(cited))
-    missing = sorted(refs - known)
-    found: dict[int, tuple] = {}
-    for start in range(0, len(missing), CHUNK):  # SQLite caps the parameters of a query
+def _batch_passages(run: Run, read: list[tuple]) -> dict[int, PassageFacts]:
+    """The facts of the passages a batch of responses retrieved or marked, by id, and of
+    those their claims cite, by ref (one query, a second when a claim cites a passage no
+    response of the batch retrieved or marked)."""
+    # The batch is a range of the run's response ids: subqueries, not lists of ids.
+    scope = Q(response__run=run, response_id__gte=read[0][0][0], response_id__lte=read[-1][0][0])
+    retrieved = Retrieval.objects.filter(scope).values("passage_id")
+    marked = Citation.objects.filter(scope).values("passage_id")
+    found = _passages(Passage.objects.filter(Q(pk__in=retrieved) | Q(pk__in=marked)))
+    known = {facts.ref for facts in found.values()}
+    # A bundle's claim may cite any passage it declares (bundle.md), and a reviewer any
+    # passage of the run's snapshot: without these, such a claim's pre-checks would read
+    # no evidence.
+    cited = sorted(
+        {ref for _, claims, _, _ in read for claim in claims for ref in claim.citations} - known
+    )
+    for start in range(0, len(cited), CHUNK):
         found.update(
             _passages(
                 Passage.objects.filter(
-                    snapshot_id=run.snapshot_id, ref__in=missing[start : start + CHUNK]
+                    snapshot_id=run.snapshot_id, ref__in=cited[start : start + CHUNK]
                 )
             )
         )
     return found
 
 
-def _facts(row: tuple) -> PassageFacts:
-    ref, _, status, numbers, _, _ = row
-    return PassageFacts(ref, numbers, status)
+def _passages(queryset) -> dict[int, PassageFacts]:
+    return {
+        pk: PassageFacts(ref, frozenset(numbers.split()), status)
+        for pk, ref, status, numbers in queryset.values_list(
+            "pk", "ref", "version_status", "numbers"
+        )
+    }
 
 
-def _drifted(run: Run, passages: dict[int, tuple]) -> frozenset[str]:
-    """Refs of this run whose text differs in another snapshot of the project (one query)."""
-    refs = {ref for ref, *_ in passages.values()}
-    return frozenset(
-        drifted_refs_of(snapshot_id=run.snapshot_id, project_id=run.project_id, refs=refs)
+def _doc_exceptions(run: Run) -> dict[str, str]:
+    """The document of each ref the figures read, where it is not the ref's own prefix
+    (`doc@version#chunk`): never for an imported passage (bundle.schema.json: a ref is
+    doc_id@version#chunk_id, and a part holds no `@`), so usually empty. One query; a
+    second when there is such a passage, and a third to know whether a claim cites it.
+
+    Which passages count, as when every passage of the run was read at once: those a
+    response of the run retrieved or marked, and those of its snapshot a claim cites.
+    """
+    at = StrIndex("ref", Value("@"))
+    prefix = Case(When(at=0, then=F("ref")), default=Left("ref", F("at") - 1))
+    retrieved = Retrieval.objects.filter(response__run=run).values("passage_id")
+    marked = Citation.objects.filter(response__run=run).values("passage_id")
+    rows = list(
+        Passage.objects.filter(
+            Q(pk__in=retrieved) | Q(pk__in=marked) | Q(snapshot_id=run.snapshot_id)
+        )
+        .exclude(doc_id="")
+        .annotate(at=at)
+        .annotate(prefix=prefix)
+        .exclude(doc_id=F("prefix"))
+        .values_list("pk", "ref", "doc_id")
     )
+    if not rows:
+        return {}
+    named = set(
+        Passage.objects.filter(pk__in=[pk for pk, _, _ in rows])
+        .filter(Q(pk__in=retrieved) | Q(pk__in=marked))
+        .values_list("pk", flat=True)
+    )
+    claim_refs: set[str] = set()
+    if len(named) < len(rows):
+        for cited in (
+            ClaimRevision.objects.filter(claim__response__run=run)
+            .exclude(citations=[])
+            .order_by()  # no ordering column in the DISTINCT
+            .values_list(as_text("citations"), flat=True)
+            .distinct()
+            .iterator(chunk_size=CHUNK)
+        ):
+            claim_refs.update(decoded(cited))
+    return {ref: doc for pk, ref, doc in rows if pk in named or ref in claim_refs}

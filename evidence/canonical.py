@@ -2,17 +2,32 @@
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
+from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
+
+# One encoder for every call: json.dumps with these arguments builds a new JSONEncoder each
+# time, a third of the cost of a small row (20,000 retrieval lines: 61 → 44 ms).
+# JSONEncoder.encode is what json.dumps runs, so the bytes are the same; it keeps no state
+# between calls, so it is safe to share.
+_ENCODER = json.JSONEncoder(
+    sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+)
+canonical_str = _ENCODER.encode  # the canonical JSON as text, before UTF-8
 
 
 def canonical_json(value: Any) -> bytes:
     """Keys sorted, no spaces, non-ASCII kept as UTF-8: the bytes that get hashed."""
-    return json.dumps(
-        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
-    ).encode("utf-8")
+    return canonical_str(value).encode("utf-8")
+
+
+def canonical_lines(values: Iterable[Any]) -> bytes:
+    """Each value's canonical JSON and `\n`, as one bytes: encoded to UTF-8 once, not per line."""
+    text = "\n".join([canonical_str(value) for value in values])
+    return (text + "\n").encode("utf-8") if text else b""
 
 
 def sha256_hex(data: bytes) -> str:
@@ -28,4 +43,15 @@ def rfc3339(moment: datetime | None) -> str | None:
     """UTC, with microseconds: one spelling per instant, so hashes are stable."""
     if moment is None:
         return None
+    if moment.tzinfo is None:  # local time: its spelling depends on the zone, do not keep it
+        return _utc_text(moment)
+    return _rfc3339_aware(moment)
+
+
+def _utc_text(moment: datetime) -> str:
     return moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+
+
+# Kept per instant (equal aware datetimes are the same instant, whatever their zone): the
+# revisions of one import, and an export's 150,000 times, share a few (6 µs → 0.2 µs).
+_rfc3339_aware = functools.lru_cache(maxsize=4096)(_utc_text)

@@ -1,8 +1,31 @@
 from __future__ import annotations
 
+import functools
 import json
+from typing import Any
 
 from django.db import models
+from django.db.models import F, TextField
+from django.db.models.functions import Cast
+
+
+def as_text(name: str) -> Cast:
+    """A JSON column read as its stored text (`values()`, `values_list()`): Django's per-row
+    JSON converters cost more than the decoding itself. Decode it with `decoded`."""
+    return Cast(F(name), output_field=TextField())
+
+
+def decoded(text: str | None) -> Any:
+    """JSON text decoded, a short one once per distinct value: most `facts`, `gaps`,
+    relevance maps and scores repeat. The results may be shared: never mutate them."""
+    if text is None:
+        return None
+    if len(text) > 256:  # rarely repeated, and the cache's memory stays small
+        return json.loads(text)
+    return _decoded_short(text)
+
+
+_decoded_short = functools.lru_cache(maxsize=4096)(json.loads)
 
 
 class VerbatimJSONField(models.TextField):

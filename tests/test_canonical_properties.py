@@ -18,7 +18,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cards.chain import claim_revision_document, seal, verdict_revision_document
-from evidence.canonical import canonical_json, rfc3339, sha256_hex, text_sha256
+from evidence.canonical import canonical_json, canonical_lines, rfc3339, sha256_hex, text_sha256
 
 MOMENT = datetime(2026, 10, 1, 12, 0, 0, 123456, tzinfo=UTC)
 TEXT = "Rückgabe binnen 14 Tagen – außer Sale 📦"  # ü, en dash, ß, and a character beyond the BMP
@@ -207,3 +207,26 @@ def test_a_text_is_written_with_json_escapes_only_where_json_requires_them(text)
     # Only the characters JSON cannot carry raw (quote, backslash, controls) are escaped.
     raw = [c for c in text if c not in '"\\' and ord(c) >= 0x20]
     assert all(c.encode("utf-8") in body for c in raw)
+
+
+def dumps(value) -> bytes:
+    """The definition audit-package.md gives, spelled out: what canonical_json must equal."""
+    return json.dumps(
+        value, sort_keys=True, separators=(",", ":"), ensure_ascii=False, allow_nan=False
+    ).encode("utf-8")
+
+
+@given(json_values)
+def test_canonical_json_is_the_documented_json_dumps(value):
+    assert canonical_json(value) == dumps(value)
+
+
+@given(st.lists(json_values, max_size=5))
+def test_lines_encoded_together_are_each_values_canonical_json_and_a_newline(values):
+    assert canonical_lines(values) == b"".join(dumps(value) + b"\n" for value in values)
+
+
+@given(st.datetimes(timezones=st.timezones()))
+def test_a_kept_time_is_spelled_as_a_fresh_one(moment):
+    fresh = moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
+    assert rfc3339(moment) == rfc3339(moment) == fresh
