@@ -24,7 +24,7 @@ from __future__ import annotations
 
 import json
 
-from bundles import project_with, rated_bundle
+from bundles import project_with, rated_bundle, stored_project
 from harness import Timer, database_name, in_process_main, lead_client, replayed, table
 
 NAME = "evidence_compare_bench"
@@ -38,7 +38,7 @@ def measure(n: int, runs: int) -> None:
     from compare.comparison import compare_runs
     from replay.models import Run
 
-    project = project_with(
+    project = stored_project(runs={RUN_A: n, RUN_B: n}) or project_with(
         rated_bundle(run_id=RUN_A, cases=n, snapshot="synthetic@1"),
         rated_bundle(run_id=RUN_B, cases=n, snapshot="synthetic@2"),
     )
@@ -58,7 +58,8 @@ def measure(n: int, runs: int) -> None:
         url = f"/p/bench/compare/?a={RUN_A}&b={RUN_B}&source=consensus"
         return page_of(client, url + "".join(f"&{key}={value}" for key, value in query.items()))
 
-    middle = str(max(n // 40, 1))  # a page in the middle of the comparison (20 per page)
+    pages = -(-n // 20)  # 20 pairs per page
+    middle = str(max(pages // 2, min(pages, 2)))  # a page in the middle, not the first
     figures = {
         "floor": replayed(compare_json),
         "baseline": baseline,

@@ -9,6 +9,7 @@ or baseline measured in the same run) and asserts nothing about time.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -165,9 +166,16 @@ class Postgres:
 
 
 @contextmanager
-def django_on_scratch(pg: Postgres, name: str) -> Iterator[None]:
-    """Django in this process on a fresh, migrated database `name`, dropped after the block."""
-    with pg.scratch(name) as url:
+def django_on_scratch(pg: Postgres, name: str, *, keep: bool = False) -> Iterator[None]:
+    """Django in this process on a fresh, migrated database `name`, dropped after the block;
+    with `keep`, the database is kept, and reused as it is when it exists already."""
+    if keep:
+        exists = pg.admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name])
+        url = pg.url(name) if exists.fetchone() else pg.fresh(name)
+        scratch: Any = contextlib.nullcontext(url)
+    else:
+        scratch = pg.scratch(name)
+    with scratch as url:
         setup_django(django_env(url))
         from django.core.management import call_command
         from django.db import connections
@@ -182,16 +190,27 @@ def django_on_scratch(pg: Postgres, name: str) -> Iterator[None]:
 def in_process_main(doc: str, database: str, measure: Callable[[int, int], None]) -> None:
     """The command line of a benchmark measured in this process: `measure(n, runs)`, with
     Django on a fresh, migrated database `database` (PostgreSQL, or with `--db sqlite` a
-    file of that name in a temporary directory), dropped at the end."""
+    file of that name in a temporary directory), dropped at the end unless `--keep`."""
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--n", type=int, default=10_000, help="cases in a run (10,000)")
     parser.add_argument("--runs", type=int, default=3, help="runs of each figure (3)")
     parser.add_argument("--db", choices=["postgresql", "sqlite"], default="postgresql")
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep the database (SQLite: in var/bench/) and reuse it on the next run with "
+        "--keep: the runs are imported once (the same data before and after a change)",
+    )
     args = parser.parse_args()
     log(f"code: {code_state()}")
     if args.db == "sqlite":
-        with tempfile.TemporaryDirectory() as scratch:
-            setup_django(django_env(sqlite_url(Path(scratch) / f"{database}.sqlite3")))
+        with contextlib.ExitStack() as stack:
+            if args.keep:
+                folder = ROOT / "var" / "bench"
+                folder.mkdir(parents=True, exist_ok=True)
+            else:
+                folder = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+            setup_django(django_env(sqlite_url(folder / f"{database}.sqlite3")))
             from django.core.management import call_command
             from django.db import connections
 
@@ -203,7 +222,7 @@ def in_process_main(doc: str, database: str, measure: Callable[[int, int], None]
         return
     pg = Postgres()
     try:
-        with django_on_scratch(pg, database):
+        with django_on_scratch(pg, database, keep=args.keep):
             measure(args.n, args.runs)
     finally:
         pg.close()
@@ -219,14 +238,15 @@ def database_name() -> str:
 
 
 def lead_client(project: Any) -> Any:
-    """Django's test client, logged in as a new lead of `project`: pages rendered in-process."""
+    """Django's test client, logged in as a lead of `project`: pages rendered in-process."""
     from django.contrib.auth.models import User
     from django.test import Client
 
     from evidence.models import Role
     from evidence.services import membership_set
 
-    user = User.objects.create_user("bench-lead", password=None)
+    user = User.objects.filter(username="bench-lead").first()  # a kept database has one
+    user = user or User.objects.create_user("bench-lead", password=None)
     membership_set(project=project, user=user, role=Role.LEAD)
     client = Client()
     client.force_login(user)
@@ -377,7 +397,11 @@ def replayed(fn: Callable[[], object]) -> Callable[[], None]:
     fn()  # once before: what it reads once per process (a run's project, say) is read
     with CaptureQueriesContext(connection) as captured:
         fn()
-    statements = [query["sql"] for query in captured.captured_queries]
+    # What Django logs of a server-side cursor is its DECLARE … FOR SELECT …: keep the SELECT.
+    statements = [
+        query["sql"].split(" FOR ", 1)[1] if query["sql"].startswith("DECLARE ") else query["sql"]
+        for query in captured.captured_queries
+    ]
 
     def replay() -> None:
         for sql in statements:

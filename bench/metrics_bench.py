@@ -21,7 +21,7 @@ measures, median of the runs:
 
 from __future__ import annotations
 
-from bundles import project_with, rated_bundle
+from bundles import project_with, rated_bundle, stored_project
 from harness import (
     database_name,
     in_process_main,
@@ -41,7 +41,8 @@ def measure(n: int, runs: int) -> None:
     from cards.metrics import Source, run_metrics
     from replay.models import Run
 
-    project = project_with(rated_bundle(run_id=RUN_ID, cases=n))
+    project = stored_project(runs={RUN_ID: n})
+    project = project or project_with(rated_bundle(run_id=RUN_ID, cases=n))
     run = Run.objects.get(run_id=RUN_ID)
 
     consensus = Source("consensus")
