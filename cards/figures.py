@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from operator import attrgetter
 from typing import Any, NamedTuple
 
 from cards.annotators import Annotator
@@ -62,42 +63,59 @@ class VerdictView:
 
 
 # Which verdict counts depends only on each verdict's annotator, origin and label, in
-# order, unless blind review makes their times matter (`sighted`): remembered per such
-# pattern and source, the 100,000 claims of a run cost a few dozen calls of `counted`.
-_CHOSEN: dict[tuple, int] = {}
-_CHOSEN_LIMIT = 4096
+# order, unless blind review makes their times matter (`sighted`): remembered per source
+# and such pattern, the 100,000 claims of a run cost a few dozen calls of `counted`.
+_CHOSEN: dict[Source, dict[tuple, int]] = {}
+_CHOSEN_LIMIT = 4096  # patterns per source
+_PATTERN = attrgetter("annotator", "origin", "support")
 _UNREVIEWED, _NO_CONSENSUS = -1, -2
 
 
 def choose(claim: ClaimState, source: Source) -> VerdictView | None:
     """The verdict the figures use for this claim; None when it has none from the source."""
-    verdicts = claim.verdicts
-    if claim.sighted:
-        chosen = counted(verdicts, source, sighted=claim.sighted)
-    else:
-        key = (source, *[(v.annotator, v.origin, v.support) for v in verdicts])
-        at = _CHOSEN.get(key)
-        if at is None:
-            found = counted(verdicts, source, sighted={})
-            if found is None:
-                at = _UNREVIEWED
-            elif found == NO_CONSENSUS:
-                at = _NO_CONSENSUS
-            else:
-                at = next(i for i, v in enumerate(verdicts) if v is found)
-            if len(_CHOSEN) >= _CHOSEN_LIMIT:
-                _CHOSEN.clear()
-            _CHOSEN[key] = at
-        chosen = (
-            None if at == _UNREVIEWED else NO_CONSENSUS if at == _NO_CONSENSUS else verdicts[at]
+    return chooser(source)(claim)
+
+
+def chooser(source: Source) -> Callable[[ClaimState], VerdictView | None]:
+    """`choose` with this source, for a caller that asks about many claims."""
+    if source not in _CHOSEN and len(_CHOSEN) >= 64:
+        _CHOSEN.clear()
+    remembered = _CHOSEN.setdefault(source, {})
+
+    def chosen_for(claim: ClaimState) -> VerdictView | None:
+        verdicts = claim.verdicts
+        if claim.sighted:
+            chosen = counted(verdicts, source, sighted=claim.sighted)
+        else:
+            pattern = tuple(map(_PATTERN, verdicts))
+            at = remembered.get(pattern)
+            if at is None:
+                found = counted(verdicts, source, sighted={})
+                if found is None:
+                    at = _UNREVIEWED
+                elif found == NO_CONSENSUS:
+                    at = _NO_CONSENSUS
+                else:
+                    at = next(i for i, v in enumerate(verdicts) if v is found)
+                if len(remembered) >= _CHOSEN_LIMIT:
+                    remembered.clear()
+                remembered[pattern] = at
+            chosen = (
+                None
+                if at == _UNREVIEWED
+                else NO_CONSENSUS
+                if at == _NO_CONSENSUS
+                else verdicts[at]
+            )
+        if chosen is None:
+            return None
+        if chosen == NO_CONSENSUS:
+            return VerdictView(NO_CONSENSUS, _default_association(claim), {}, "")
+        return VerdictView(
+            chosen.support, chosen.association, chosen.relevance or {}, chosen.diagnosis
         )
-    if chosen is None:
-        return None
-    if chosen == NO_CONSENSUS:
-        return VerdictView(NO_CONSENSUS, _default_association(claim), {}, "")
-    return VerdictView(
-        chosen.support, chosen.association, chosen.relevance or {}, chosen.diagnosis
-    )
+
+    return chosen_for
 
 
 def _default_association(claim: ClaimState) -> str:
@@ -148,7 +166,7 @@ def _chooser(
 ) -> Callable[[ClaimState], VerdictView | None]:
     """Each claim's verdict view: chosen now, or as the caller chose it already."""
     if chosen is None:
-        return lambda claim: choose(claim, source)
+        return chooser(source)
     views = {id(claim): view for claim, view in zip(claims, chosen, strict=True)}
     return lambda claim: views[id(claim)]
 

@@ -19,7 +19,15 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from typing import Any
 
-from cards.figures import CLAIM_FIGURES, ClaimState, Totals, VerdictView, choose, claim_figures
+from cards.figures import (
+    CLAIM_FIGURES,
+    ClaimState,
+    Totals,
+    VerdictView,
+    choose,
+    chooser,
+    claim_figures,
+)
 from cards.stats import Proportion
 from cards.verdicts import Source
 from compare.sides import Side, read_sides
@@ -248,6 +256,7 @@ def _pairs(
     pairs are added to them."""
     snapshots_differ = run_a.snapshot_id != run_b.snapshot_id
     note = ""
+    pick = chooser(source)
     pairs = []
     for case_id in sorted(sides_a.keys() | sides_b.keys()):
         a, b = sides_a.get(case_id), sides_b.get(case_id)
@@ -272,8 +281,8 @@ def _pairs(
                 "with identical evidence"
             )
             pair.notes.append(note)
-        chosen_a = [choose(claim, source) for claim in a.claims]  # once per claim
-        chosen_b = [choose(claim, source) for claim in b.claims]
+        chosen_a = [pick(claim) for claim in a.claims]  # once per claim
+        chosen_b = [pick(claim) for claim in b.claims]
         views_a = list(zip(a.claims, chosen_a, strict=True))
         views_b = list(zip(b.claims, chosen_b, strict=True))
         for fact in a.facts:
