@@ -16,6 +16,7 @@ import functools
 import json
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
+from operator import itemgetter
 from typing import Any
 
 from django.db.models import BooleanField, DateTimeField, ExpressionWrapper, F, TextField, Value
@@ -142,13 +143,17 @@ def _read_claims(
     """Each response's claims: their newest revisions in position order, with their
     verdicts newest first and, in a project that reviews blind, its clock."""
     claim_scope = {f"claim__{key}": value for key, value in scope.items()}
-    claims: dict[int, ClaimState] = {}
+    # Unordered: sorting 100,000 revisions with their texts spilled to disk on the server
+    # (0.2 of its 0.29 s); the newest revision per claim and the order by position are
+    # found here instead.
     revisions = (
         ClaimRevision.objects.filter(**claim_scope)
-        .order_by("claim__response_id", "claim__position", "claim_id", "-seq")
+        .order_by()
         .values_list(
             "claim__response_id",
+            "claim__position",
             "claim_id",
+            "seq",
             "claim__key",
             "kind",
             "text",
@@ -158,22 +163,20 @@ def _read_claims(
             "withdrawn",
         )  # fmt: skip
     )
-    for (
-        response_id,
-        claim_id,
-        key,
-        kind,
-        text,
-        cited,
-        facts,
-        gaps,
-        withdrawn,
-    ) in revisions.iterator(chunk_size=CHUNK):
-        if claim_id not in claims:  # newest revision first
-            claims[claim_id] = state = ClaimState(
-                key, kind, text, _decoded(cited), _decoded(facts), _decoded(gaps), withdrawn
-            )
-            by_response[response_id].claims.append(state)
+    newest: dict[int, tuple] = {}
+    for row in revisions.iterator(chunk_size=CHUNK):
+        held = newest.get(row[2])
+        if held is None or row[3] > held[3]:
+            newest[row[2]] = row
+    claims: dict[int, ClaimState] = {}
+    for response_id, _, claim_id, _, key, kind, text, cited, facts, gaps, withdrawn in sorted(
+        newest.values(), key=itemgetter(0, 1, 2)
+    ):  # by response, position, claim
+        claims[claim_id] = state = ClaimState(
+            key, kind, text, _decoded(cited), _decoded(facts), _decoded(gaps), withdrawn
+        )
+        by_response[response_id].claims.append(state)
+    del newest
     clocks = {
         run.pk: sightings(
             run=run,
