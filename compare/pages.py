@@ -116,7 +116,11 @@ def compared_page(
     rows = cache.get(page_key)
     if rows is None:
         case_ids = [summary.case_ids[i] for i in page.object_list]
-        pairs = compare_cases(run_a=run_a, run_b=run_b, source=source, case_ids=case_ids)
+        pairs = (
+            compare_cases(run_a=run_a, run_b=run_b, source=source, case_ids=case_ids)
+            if case_ids
+            else []
+        )
         rows = [pair_rows(pair, source) for pair in pairs]
         cache.set(page_key, rows, TIMEOUT)
     return ComparedPage(summary, page, rows)

@@ -21,7 +21,11 @@ def run_compare(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     membership = membership_for(user=request.user, slug=slug)
     require_unblinded(membership)
     project = membership.project
-    runs = list(Run.objects.filter(project=project).select_related("snapshot").order_by("run_id"))
+    runs = list(
+        Run.objects.filter(project=project)
+        .select_related("snapshot", "project")
+        .order_by("run_id")
+    )
     by_id = {run.run_id: run for run in runs}
     run_b = by_id.get(request.GET.get("b", ""))
     run_a = by_id.get(request.GET.get("a", "")) or (

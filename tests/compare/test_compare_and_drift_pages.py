@@ -120,11 +120,11 @@ def test_the_comparison_page_takes_a_fixed_number_of_queries(
     client.force_login(reviewer)
     url = reverse("run_compare", args=["demo"])
     query = {"a": "q017-r1", "b": "q017-r2"}
-    with django_assert_max_num_queries(27):
+    with django_assert_max_num_queries(19):
         assert client.get(url, query).context["offer"] is not None
-    # Cached: the session, the membership, the runs, the roster, the state the cache key
-    # is made of, and whether anybody here judged either run.
-    with django_assert_max_num_queries(11):
+    # Cached: the session and its user, the membership, the runs, and the state the cache
+    # keys are made of (the members, the newest claim revision, verdict and review mark).
+    with django_assert_max_num_queries(8):
         assert client.get(url, query).context["offer"] is not None
 
 
