@@ -23,18 +23,18 @@ from typing import Any
 
 from django.core.cache import cache
 from django.core.paginator import Page, Paginator
-from django.db.models import QuerySet
+from django.db.models import Exists, OuterRef, QuerySet
 
 from cards.annotators import Roster, roster_of
 from cards.blind import blind_state
-from cards.models import ClaimRevision, ResponseReview, VerdictRevision
+from cards.models import Claim, ClaimRevision, ResponseReview, VerdictRevision
 from cards.oversight import ImportedOffer, imported_offer
 from cards.stats import Proportion
 from cards.verdicts import Source
 from compare.comparison import compare_cases, compare_runs
 from compare.rows import filters_of, is_filter, pair_rows, summary_band
 from evidence.models import Membership
-from replay.models import Run
+from replay.models import Response, Run
 
 PAIRS_PER_PAGE = 20
 TIMEOUT = 3600  # seconds; a new state makes new keys anyway
@@ -46,14 +46,17 @@ def comparison_version(run_a: Run, run_b: Run) -> tuple:
 
     Rows are append-only, so the newest ids say everything about what changed. Each is
     read as the first row, walking the table's primary key backwards, that belongs to
-    either run: a fraction of a millisecond, where a MAX over the join read every verdict
+    either run (an EXISTS per row, so that SQLite too walks the key rather than every
+    row of both runs): under a millisecond, where a MAX over the join read every verdict
     of both runs (0.3 s for two runs of 10,000 cases). Two more queries in a blind project.
     """
     runs = [run_a.pk, run_b.pk]
+    claims = Claim.objects.filter(pk=OuterRef("claim_id"), response__run__in=runs)
+    responses = Response.objects.filter(pk=OuterRef("response_id"), run__in=runs)
     return (
-        _newest(ClaimRevision.objects.filter(claim__response__run__in=runs)),
-        _newest(VerdictRevision.objects.filter(claim__response__run__in=runs)),
-        _newest(ResponseReview.objects.filter(response__run__in=runs)),
+        _newest(ClaimRevision.objects.filter(Exists(claims))),
+        _newest(VerdictRevision.objects.filter(Exists(claims))),
+        _newest(ResponseReview.objects.filter(Exists(responses))),
         *blind_state(runs=[run_a, run_b]),
     )
 
