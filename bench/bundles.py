@@ -62,6 +62,26 @@ def project_with(*bundles: list[dict], slug: str = "bench") -> Any:
     return project
 
 
+def stored_project(*, runs: dict[str, int], slug: str = "bench") -> Any:
+    """The project a kept database holds (harness `--keep`), checked to hold these runs of
+    these numbers of responses; None in a new database."""
+    from evidence.models import Project
+    from replay.models import Response
+
+    project = Project.objects.filter(slug=slug).first()
+    if project is None:
+        return None
+    for run_id, responses in runs.items():
+        stored = Response.objects.filter(run__project=project, run__run_id=run_id).count()
+        if stored != responses:
+            raise RuntimeError(
+                f"the kept database holds {stored:,} responses of {run_id}, not {responses:,}: "
+                "drop it (or run without --keep)"
+            )
+    log(f"setup: reusing the kept project {slug!r}")
+    return project
+
+
 def write_jsonl(path: Path, lines: Iterable[dict]) -> Path:
     """Write a bundle line by line (a large one never sits in memory whole)."""
     started = time.perf_counter()

@@ -1,37 +1,44 @@
-"""Benchmark of comparing two runs of the same 10,000 cases on PostgreSQL.
+"""Benchmark of comparing two runs of the same 10,000 cases.
 
-    .venv/bin/python bench/compare_bench.py            # N=10,000, 3 runs
-    .venv/bin/python bench/compare_bench.py --n 2000
+    .venv/bin/python bench/compare_bench.py                  # N=10,000, 3 runs, PostgreSQL
+    .venv/bin/python bench/compare_bench.py --n 2000 --db sqlite
 
 A benchmark, not a test: it prints figures and asserts nothing about time.
 
 It imports two runs of N cases × 5 claims × 2 annotators (`bundles.rated_bundle`)
 into a scratch database, the second in another snapshot with identical evidence
-(so every ref is checked across snapshots), then measures, median of the runs:
+(so every ref is checked across snapshots), then measures, median of the runs,
+wall and CPU time of this process:
 - `compare_runs` and its JSON (consensus verdicts), with the queries it took;
-- the baseline in the same run: `run_metrics` of both runs, which a comparison
-  must compute anyway;
-- the side-by-side page (20 pairs per page), and the case page of one case for
-  scale, rendered in-process through Django's test client.
+- two baselines in the same run: the queries `compare_runs` ran, replayed through
+  the bare cursor with every row fetched and nothing done with it (the floor), and
+  `run_metrics` of both runs (what the comparison cost before it read its own rows);
+- the side-by-side page (20 pairs per page), rendered in-process through Django's
+  test client, in the order a person meets it: the first view after the runs'
+  state changed (the cache emptied: nothing of this comparison is stored), then a
+  page not shown yet, the same page again, and the first view of a filter
+  (`show=regressions`); and the case page of one case, for scale.
 """
 
 from __future__ import annotations
 
 import json
 
-from bundles import project_with, rated_bundle
-from harness import in_process_main, interleaved, lead_client, versus_baseline
+from bundles import project_with, rated_bundle, stored_project
+from harness import Timer, database_name, in_process_main, lead_client, replayed, table
 
 NAME = "evidence_compare_bench"
 RUN_A, RUN_B = "compare-bench-1", "compare-bench-2"
 
 
 def measure(n: int, runs: int) -> None:
+    from django.core.cache import cache
+
     from cards.metrics import Source, run_metrics
     from compare.comparison import compare_runs
     from replay.models import Run
 
-    project = project_with(
+    project = stored_project(runs={RUN_A: n, RUN_B: n}) or project_with(
         rated_bundle(run_id=RUN_A, cases=n, snapshot="synthetic@1"),
         rated_bundle(run_id=RUN_B, cases=n, snapshot="synthetic@2"),
     )
@@ -47,32 +54,66 @@ def measure(n: int, runs: int) -> None:
     def compare_json() -> None:
         json.dumps(compare_runs(run_a=run_a, run_b=run_b, source=source).as_json())
 
-    def page(url: str):
-        def get() -> None:
-            response = client.get(url)
-            if response.status_code != 200:
-                raise RuntimeError(f"{url} answered {response.status_code}")
+    def page(**query: str):
+        url = f"/p/bench/compare/?a={RUN_A}&b={RUN_B}&source=consensus"
+        return page_of(client, url + "".join(f"&{key}={value}" for key, value in query.items()))
 
-        return get
-
-    timers = interleaved(
-        {
-            "baseline": baseline,
-            "compare": compare_json,
-            "page": page(f"/p/bench/compare/?a={RUN_A}&b={RUN_B}&source=consensus"),
-            "case": page(f"/p/bench/runs/{RUN_A}/cases/case-0/"),
-        },
-        runs,
-        count_queries=True,
-    )
+    pages = -(-n // 20)  # 20 pairs per page
+    middle = str(max(pages // 2, min(pages, 2)))  # a page in the middle, not the first
+    figures = {
+        "floor": replayed(compare_json),
+        "baseline": baseline,
+        "compare": compare_json,
+        "first": page(),
+        "another": page(page=middle),
+        "again": page(),
+        "filter": page(show="regressions"),
+        "case": page_of(client, f"/p/bench/runs/{RUN_A}/cases/case-0/"),
+    }
+    timers = {name: Timer() for name in figures}
+    for _ in range(runs):  # each figure once per round: a slow spell hits all alike
+        for name, fn in figures.items():
+            if name == "first":
+                cache.clear()  # as after any new claim, verdict or review mark
+            timers[name].time(fn, count_queries=True)
     labels = {
+        "floor": "the same queries, rows fetched, no work (floor)",
         "baseline": "run_metrics of both runs (baseline)",
         "compare": "compare_runs + JSON",
-        "page": "side-by-side page, 20 pairs (in-process)",
-        "case": "case page, for scale (in-process)",
+        "first": "page 1, first view after a change (nothing cached)",
+        "another": f"page {middle}, not shown before",
+        "again": "page 1 again",
+        "filter": "regressions only, first view of the filter",
+        "case": "case page, for scale",
     }
-    print(f"\nN = {n:,} cases in each run, PostgreSQL, median of {runs}")
-    print(versus_baseline(timers, labels, baseline="baseline"))
+    floor = timers["floor"].median
+    print(f"\nN = {n:,} cases in each run, {database_name()}, median of {runs}")
+    print(
+        table(
+            ["what", "seconds", "cpu s", "queries", "× floor"],
+            [
+                [
+                    labels[name],
+                    f"{timer.median:.3f}",
+                    f"{timer.cpu_median:.3f}",
+                    timer.queries,
+                    f"{timer.median / floor:.1f}",
+                ]
+                for name, timer in timers.items()
+            ],
+        )
+    )
+
+
+def page_of(client, url: str):
+    """A GET of `url` that must answer 200."""
+
+    def get() -> None:
+        response = client.get(url)
+        if response.status_code != 200:
+            raise RuntimeError(f"{url} answered {response.status_code}")
+
+    return get
 
 
 if __name__ == "__main__":

@@ -9,6 +9,7 @@ or baseline measured in the same run) and asserts nothing about time.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -17,6 +18,7 @@ import sqlite3
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
@@ -180,9 +182,16 @@ class Postgres:
 
 
 @contextmanager
-def django_on_scratch(pg: Postgres, name: str) -> Iterator[None]:
-    """Django in this process on a fresh, migrated database `name`, dropped after the block."""
-    with pg.scratch(name) as url:
+def django_on_scratch(pg: Postgres, name: str, *, keep: bool = False) -> Iterator[None]:
+    """Django in this process on a fresh, migrated database `name`, dropped after the block;
+    with `keep`, the database is kept, and reused as it is when it exists already."""
+    if keep:
+        exists = pg.admin.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name])
+        url = pg.url(name) if exists.fetchone() else pg.fresh(name)
+        scratch: Any = contextlib.nullcontext(url)
+    else:
+        scratch = pg.scratch(name)
+    with scratch as url:
         setup_django(django_env(url))
         from django.core.management import call_command
         from django.db import connections
@@ -196,29 +205,64 @@ def django_on_scratch(pg: Postgres, name: str) -> Iterator[None]:
 
 def in_process_main(doc: str, database: str, measure: Callable[[int, int], None]) -> None:
     """The command line of a benchmark measured in this process: `measure(n, runs)`, with
-    Django on a fresh, migrated PostgreSQL database `database`, dropped at the end."""
+    Django on a fresh, migrated database `database` (PostgreSQL, or with `--db sqlite` a
+    file of that name in a temporary directory), dropped at the end unless `--keep`."""
     parser = argparse.ArgumentParser(description=doc.splitlines()[0])
     parser.add_argument("--n", type=int, default=10_000, help="cases in a run (10,000)")
     parser.add_argument("--runs", type=int, default=3, help="runs of each figure (3)")
+    parser.add_argument("--db", choices=["postgresql", "sqlite"], default="postgresql")
+    parser.add_argument(
+        "--keep",
+        action="store_true",
+        help="keep the database (SQLite: in var/bench/) and reuse it on the next run with "
+        "--keep: the runs are imported once (the same data before and after a change)",
+    )
     args = parser.parse_args()
     log(f"code: {code_state()}")
+    if args.db == "sqlite":
+        with contextlib.ExitStack() as stack:
+            if args.keep:
+                folder = ROOT / "var" / "bench"
+                folder.mkdir(parents=True, exist_ok=True)
+            else:
+                folder = Path(stack.enter_context(tempfile.TemporaryDirectory()))
+            setup_django(django_env(sqlite_url(folder / f"{database}.sqlite3")))
+            from django.core.management import call_command
+            from django.db import connections
+
+            try:
+                call_command("migrate", verbosity=0)
+                measure(args.n, args.runs)
+            finally:
+                connections.close_all()
+        return
     pg = Postgres()
     try:
-        with django_on_scratch(pg, database):
+        with django_on_scratch(pg, database, keep=args.keep):
             measure(args.n, args.runs)
     finally:
         pg.close()
 
 
+def database_name() -> str:
+    """The database a benchmark measured, for its table's caption."""
+    from django.db import connection
+
+    return {"postgresql": "PostgreSQL", "sqlite": "SQLite"}.get(
+        connection.vendor, connection.vendor
+    )
+
+
 def lead_client(project: Any) -> Any:
-    """Django's test client, logged in as a new lead of `project`: pages rendered in-process."""
+    """Django's test client, logged in as a lead of `project`: pages rendered in-process."""
     from django.contrib.auth.models import User
     from django.test import Client
 
     from evidence.models import Role
     from evidence.services import membership_set
 
-    user = User.objects.create_user("bench-lead", password=None)
+    user = User.objects.filter(username="bench-lead").first()  # a kept database has one
+    user = user or User.objects.create_user("bench-lead", password=None)
     membership_set(project=project, user=user, role=Role.LEAD)
     client = Client()
     client.force_login(user)
@@ -256,30 +300,41 @@ def sqlite_copy(template: Path, path: Path) -> Path:
 
 
 class Timer:
-    """The samples of one figure: `time(fn)` once per run, then read `median`."""
+    """The samples of one figure: `time(fn)` once per run, then read `median`.
+
+    Each sample is the wall time and the CPU time of this process (`time.process_time`):
+    on a shared machine the wall time includes waiting for other work, the CPU time
+    does not (the database server's own CPU is in neither but the wall time)."""
 
     def __init__(self) -> None:
         self.seconds: list[float] = []
+        self.cpu: list[float] = []
         self.query_counts: list[int] = []  # one per run, when counted
 
     def time(self, fn: Callable[[], object], *, count_queries: bool = False) -> None:
         if not count_queries:
-            started = time.perf_counter()
-            fn()
-            self.seconds.append(time.perf_counter() - started)
+            self._sample(fn)
             return
         from django.db import connection
         from django.test.utils import CaptureQueriesContext
 
         with CaptureQueriesContext(connection) as queries:
-            started = time.perf_counter()
-            fn()
-            self.seconds.append(time.perf_counter() - started)
+            self._sample(fn)
         self.query_counts.append(len(queries.captured_queries))
+
+    def _sample(self, fn: Callable[[], object]) -> None:
+        started, cpu = time.perf_counter(), time.process_time()
+        fn()
+        self.seconds.append(time.perf_counter() - started)
+        self.cpu.append(time.process_time() - cpu)
 
     @property
     def median(self) -> float:
         return statistics.median(self.seconds)
+
+    @property
+    def cpu_median(self) -> float:
+        return statistics.median(self.cpu)
 
     @property
     def queries(self) -> str:
@@ -330,20 +385,50 @@ def table(header: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 
 def versus_baseline(timers: dict[str, Timer], labels: dict[str, str], *, baseline: str) -> str:
-    """Each figure's median seconds, its queries, and its ratio to the baseline's median."""
+    """Each figure's median seconds (wall and CPU of this process), its queries, and its
+    ratio to the baseline's median wall time."""
     base = timers[baseline].median
     return table(
-        ["what", "seconds", "queries", "× baseline"],
+        ["what", "seconds", "cpu s", "queries", "× baseline"],
         [
             [
                 labels[name],
                 f"{timer.median:.3f}",
+                f"{timer.cpu_median:.3f}",
                 timer.queries,
                 f"{timer.median / base:.2f}",
             ]
             for name, timer in timers.items()
         ],
     )
+
+
+def replayed(fn: Callable[[], object]) -> Callable[[], None]:
+    """A floor for `fn`: the SQL it ran once, replayed through the bare cursor, every row
+    fetched (in chunks of 2,000, server-side on PostgreSQL, as `.iterator()` reads them)
+    and thrown away. The same queries and rows, none of the work done with them."""
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    fn()  # once before: what it reads once per process (a run's project, say) is read
+    with CaptureQueriesContext(connection) as captured:
+        fn()
+    # What Django logs of a server-side cursor is its DECLARE … FOR SELECT …: keep the SELECT.
+    statements = [
+        query["sql"].split(" FOR ", 1)[1] if query["sql"].startswith("DECLARE ") else query["sql"]
+        for query in captured.captured_queries
+    ]
+
+    def replay() -> None:
+        for sql in statements:
+            with connection.chunked_cursor() as cursor:
+                cursor.execute(sql)
+                if cursor.description is None:
+                    continue
+                while cursor.fetchmany(2000):
+                    pass
+
+    return replay
 
 
 def sources_digest() -> str:

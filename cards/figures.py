@@ -9,9 +9,10 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from operator import attrgetter
 from typing import Any, NamedTuple
 
 from cards.annotators import Annotator
@@ -61,16 +62,60 @@ class VerdictView:
     diagnosis: str
 
 
+# Which verdict counts depends only on each verdict's annotator, origin and label, in
+# order, unless blind review makes their times matter (`sighted`): remembered per source
+# and such pattern, the 100,000 claims of a run cost a few dozen calls of `counted`.
+_CHOSEN: dict[Source, dict[tuple, int]] = {}
+_CHOSEN_LIMIT = 4096  # patterns per source
+_PATTERN = attrgetter("annotator", "origin", "support")
+_UNREVIEWED, _NO_CONSENSUS = -1, -2
+
+
 def choose(claim: ClaimState, source: Source) -> VerdictView | None:
     """The verdict the figures use for this claim; None when it has none from the source."""
-    chosen = counted(claim.verdicts, source, sighted=claim.sighted)
-    if chosen is None:
-        return None
-    if chosen == NO_CONSENSUS:
-        return VerdictView(NO_CONSENSUS, _default_association(claim), {}, "")
-    return VerdictView(
-        chosen.support, chosen.association, chosen.relevance or {}, chosen.diagnosis
-    )
+    return chooser(source)(claim)
+
+
+def chooser(source: Source) -> Callable[[ClaimState], VerdictView | None]:
+    """`choose` with this source, for a caller that asks about many claims."""
+    if source not in _CHOSEN and len(_CHOSEN) >= 64:
+        _CHOSEN.clear()
+    remembered = _CHOSEN.setdefault(source, {})
+
+    def chosen_for(claim: ClaimState) -> VerdictView | None:
+        verdicts = claim.verdicts
+        if claim.sighted:
+            chosen = counted(verdicts, source, sighted=claim.sighted)
+        else:
+            pattern = tuple(map(_PATTERN, verdicts))
+            at = remembered.get(pattern)
+            if at is None:
+                found = counted(verdicts, source, sighted={})
+                if found is None:
+                    at = _UNREVIEWED
+                elif found == NO_CONSENSUS:
+                    at = _NO_CONSENSUS
+                else:
+                    at = next(i for i, v in enumerate(verdicts) if v is found)
+                if len(remembered) >= _CHOSEN_LIMIT:
+                    remembered.clear()
+                remembered[pattern] = at
+            chosen = (
+                None
+                if at == _UNREVIEWED
+                else NO_CONSENSUS
+                if at == _NO_CONSENSUS
+                else verdicts[at]
+            )
+        if chosen is None:
+            return None
+        if chosen == NO_CONSENSUS:
+            return VerdictView(NO_CONSENSUS, _default_association(claim), {}, "")
+        return VerdictView(
+            chosen.support, chosen.association, chosen.relevance or {}, chosen.diagnosis
+        )
+
+    return chosen_for
 
 
 def _default_association(claim: ClaimState) -> str:
@@ -82,9 +127,23 @@ def response_figures(
     ranked: list[PassageFacts], doc_of: dict[str, str], source: Source,
 ) -> dict[str, Any]:  # fmt: skip
     """Per-response figures; claim figures are None for an unreviewed response."""
+    out = claim_figures(reviewed=reviewed, expectation=expectation, claims=claims, source=source)
+    facts = expectation["required_facts"]
+    relevant = list(dict.fromkeys(expectation["relevant_refs"]))
+    out.update(_retrieval_figures(ranked, relevant, facts, doc_of))
+    return out
+
+
+def claim_figures(
+    *, reviewed: bool, expectation: dict, claims: list[ClaimState], source: Source,
+    chosen: list[VerdictView | None] | None = None,
+) -> dict[str, Any]:  # fmt: skip
+    """The claim figures of `response_figures` alone (a comparison needs no retrieval).
+
+    `chosen`: `choose(claim, source)` of each claim, in order, when the caller has them.
+    """
     facts = expectation["required_facts"]
     gaps = [g["gap_id"] for g in expectation["known_gaps"]]
-    relevant = list(dict.fromkeys(expectation["relevant_refs"]))
     current = [c for c in claims if not c.withdrawn]
     factual = [c for c in current if c.kind == "factual"]
     out: dict[str, Any] = {}
@@ -97,13 +156,23 @@ def response_figures(
         out["invented_over_gap"] = None
     else:
         out["status"] = "abstention" if not factual else "reviewed"
-        out.update(_claim_figures(factual, current, facts, gaps, source))
-    out.update(_retrieval_figures(ranked, relevant, facts, doc_of))
+        view_of = _chooser(claims, source, chosen)
+        out.update(_claim_figures(factual, current, facts, gaps, view_of))
     return out
 
 
-def _claim_figures(factual, current, facts, gaps, source) -> dict[str, Any]:
-    views = [(claim, choose(claim, source)) for claim in factual]
+def _chooser(
+    claims: list[ClaimState], source: Source, chosen: list[VerdictView | None] | None
+) -> Callable[[ClaimState], VerdictView | None]:
+    """Each claim's verdict view: chosen now, or as the caller chose it already."""
+    if chosen is None:
+        return chooser(source)
+    views = {id(claim): view for claim, view in zip(claims, chosen, strict=True)}
+    return lambda claim: views[id(claim)]
+
+
+def _claim_figures(factual, current, facts, gaps, view_of) -> dict[str, Any]:
+    views = [(claim, view_of(claim)) for claim in factual]
     counts = Counter(v.support if v else "unreviewed" for _, v in views)
     verdicts = {label: counts[label] for label in (*LABELS, "unreviewed", NO_CONSENSUS)}
     judged = [(c, v) for c, v in views if v is None or v.support != NO_CONSENSUS]
@@ -125,7 +194,7 @@ def _claim_figures(factual, current, facts, gaps, source) -> dict[str, Any]:
         gap
         for c in current
         if c.kind == "abstention"
-        and not any(v and v.support == "unsupported" for v in [choose(c, source)])
+        and not any(v and v.support == "unsupported" for v in [view_of(c)])
         for gap in c.gaps
     }
     invented = sum(
@@ -240,7 +309,7 @@ class Totals:
             acc[1] += value.n
             acc[2] += 1
             acc[3] += value.k / value.n
-        if r["context_precision"] is not None:
+        if r.get("context_precision") is not None:  # absent from claim figures alone
             self.precisions[0] += r["context_precision"]
             self.precisions[1] += 1
 

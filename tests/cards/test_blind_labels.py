@@ -254,3 +254,27 @@ def test_a_review_mark_is_timed_by_the_same_clock_as_the_verdicts(
     mark = response_mark_complete(response=replay_response, author=reviewer)
     mark = ResponseReview.objects.get(pk=mark.pk)
     assert verdict.created_at < mark.created_at
+
+
+def test_a_comparison_counts_the_blind_labels_as_the_runs_figures_do(
+    client, blind, two_claims, reviewer, second_reviewer, lead
+):
+    from compare.comparison import compare_runs
+    from compare.pages import compared_page, comparison_state, roster_for
+
+    placeholder_attack(client, two_claims, reviewer, second_reviewer, lead)
+    consensus = Source("consensus")
+    figures = run_metrics(run=run(), source=consensus).totals
+    comparison = compare_runs(run_a=run(), run_b=run(), source=consensus)
+    assert comparison.metrics_a["verdicts"] == figures["verdicts"]
+    assert comparison.metrics_a["verdicts"]["no_consensus"] == 2  # the copies do not count
+    assert comparison.metrics_a["micro"]["support"] == figures["micro"]["support"]
+    # A page reads its pairs by case, with the same clock.
+    state = comparison_state(run_a=run(), run_b=run())
+    roster = roster_for(run_a=run(), run_b=run(), state=state)
+    page = compared_page(
+        run_a=run(), run_b=run(), roster=roster, source=consensus, state=state, show="all",
+        page_number=1,
+    )  # fmt: skip
+    shown = [row["pair"].as_json() for row in page.rows if row["pair"].case_id == "Q-017"]
+    assert shown == [p.as_json() for p in comparison.pairs if p.case_id == "Q-017"]

@@ -105,10 +105,11 @@ def test_comparing_takes_the_same_number_of_queries_whatever_the_size(
                 *synthetic_bundle(run_id=run_id, cases=cases, claims=3, snapshot=snapshot)
             )
         )
-    # 22: two are the runs' project, which says whether its labels are blind (cards.blind).
-    with django_assert_max_num_queries(22) as small:
+    # 9: the two runs, drift, responses, expectations, claims, verdicts, and the runs'
+    # project twice, which says whether its labels are blind (cards.blind).
+    with django_assert_max_num_queries(9) as small:
         comparison("s1", "s2", Source("consensus"))
-    with django_assert_max_num_queries(22) as large:
+    with django_assert_max_num_queries(9) as large:
         result = comparison("b1", "b2", Source("consensus"))
     assert len(small.captured_queries) == len(large.captured_queries)
     assert len(result.pairs) == 40

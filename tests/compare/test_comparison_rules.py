@@ -10,14 +10,10 @@ import itertools
 from datetime import UTC, datetime
 
 import pytest
-from django.db import connection
-from django.test.utils import CaptureQueriesContext
 
 from cards.annotators import Annotator
 from cards.figures import ClaimState, Verdict, response_figures, run_totals
-from cards.models import Claim, Origin
-from cards.services.claims import claim_create
-from cards.services.reviews import response_mark_complete
+from cards.models import Origin
 from cards.stats import Proportion
 from cards.verdicts import Source
 
@@ -27,14 +23,11 @@ from compare.comparison import (
     FactChange,
     Pair,
     compare_runs,
-    compare_runs_cached,
-    comparison_version,
     fact_status,
     match_claims,
 )
 from evidence.canonical import text_sha256
-from replay.models import Response, Run
-from tests.cards.conftest import judge
+from replay.models import Run
 from tests.conftest import bundle_bytes, import_bytes
 from tests.factories import synthetic_bundle
 
@@ -537,45 +530,3 @@ def test_figures_are_computed_over_the_comparable_pairs_only(project):
     assert comparison.left_out == 1
     assert comparison.metrics_a["responses"] == comparison.metrics_b["responses"] == 1
     assert comparison.metrics_a["micro"]["support"].n == 1
-
-
-def test_a_cached_comparison_follows_every_new_claim_verdict_and_review_mark(project, reviewer):
-    # The side-by-side page caches the comparison: it must never show figures older than the
-    # newest revision or review mark of either run.
-    import_run("r1", "kb@1")
-    import_run("r2", "kb@2")
-    run_a, run_b = (Run.objects.select_related("snapshot").get(run_id=r) for r in ("r1", "r2"))
-    response = Response.objects.get(run=run_b)
-    claim = Claim.objects.get(response=response)
-
-    def cached(source: Source = CONSENSUS) -> dict:
-        return compare_runs_cached(run_a=run_a, run_b=run_b, source=source).as_json()
-
-    def fresh(source: Source = CONSENSUS) -> dict:
-        return compare_runs(run_a=run_a, run_b=run_b, source=source).as_json()
-
-    seen = [cached()]
-    for change in (
-        lambda: judge(claim, reviewer, "unsupported", "Passage 0 says 11 units."),
-        lambda: claim_create(response=response, author=reviewer, text="More.", spans=[(0, 5)]),
-        lambda: response_mark_complete(response=response, author=reviewer, complete=False),
-    ):
-        change()
-        assert cached() == fresh() != seen[-1]
-        seen.append(cached())
-    assert cached(Source()) == fresh(Source()) != cached()
-
-
-def test_a_comparison_is_computed_once_per_state_then_read_from_the_cache(project):
-    # The page asks for it once per page of 20 pairs: with nothing changed, a second request
-    # reads only the state (comparison_version) and gets the same comparison.
-    import_run("r1", "kb@1")
-    import_run("r2", "kb@2")
-    run_a, run_b = (Run.objects.select_related("snapshot").get(run_id=r) for r in ("r1", "r2"))
-    first = compare_runs_cached(run_a=run_a, run_b=run_b, source=CONSENSUS).as_json()
-    with CaptureQueriesContext(connection) as version:
-        comparison_version(run_a, run_b)
-    with CaptureQueriesContext(connection) as again:
-        second = compare_runs_cached(run_a=run_a, run_b=run_b, source=CONSENSUS)
-    assert len(again) == len(version)
-    assert second.as_json() == first

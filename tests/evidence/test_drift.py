@@ -68,6 +68,14 @@ def test_drift_between_two_snapshots_names_both_hashes_in_order(snapshots):
     assert drift_between(snapshot_a=old.pk, snapshot_b=old.pk, project_id=project.pk) == {}
 
 
+def test_drift_between_two_snapshots_can_be_asked_about_some_refs_only(snapshots):
+    project, old, new = snapshots
+    ask = {"snapshot_a": old.pk, "snapshot_b": new.pk, "project_id": project.pk}
+    assert list(drift_between(**ask, refs=["D@v1#a", "D@v1#b"])) == ["D@v1#a"]
+    assert drift_between(**ask, refs=["D@v1#b", "D@v1#c"]) == {}
+    assert drift_between(**ask, refs=[]) == {}
+
+
 def test_a_projects_drifted_refs_are_those_with_several_texts(snapshots):
     project, _, _ = snapshots
     assert list(project_drifted_refs(project_id=project.pk)) == ["D@v1#a"]
