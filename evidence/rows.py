@@ -1,0 +1,72 @@
+"""Model instances from rows of hand-written SQL, as the ORM would have built them.
+
+On the hot paths of review (the case page, a card, a verdict save) building a query
+with the ORM cost more CPU than running it: a `select_related` read of one response took
+1.7 ms to compile and 0.1 ms to run. Those reads are SQL constants; `Columns` writes one
+model's part of their select list and builds instances from a row with the converters
+the ORM applies (JSON decoded, SQLite's dates and booleans), so the code above sees
+ordinary model instances.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from django.db import DEFAULT_DB_ALIAS, connections
+from django.db.models import Model
+
+Converter = Callable[[Any, Any, Any], Any]
+
+
+class Columns:
+    """All of a model's columns in a select list (`alias."column", …`), and the instance a
+    row's slice of them makes.
+
+    Every concrete field, in the model's order: an instance read this way has nothing
+    deferred, so no attribute of it can run a query behind the caller's back.
+    """
+
+    def __init__(self, model: type[Model], alias: str):
+        self.model = model
+        self.fields = list(model._meta.concrete_fields)
+        self.attnames = [field.attname for field in self.fields]
+        self.sql = ", ".join(f'{alias}."{field.column}"' for field in self.fields)
+        self._converters: dict[str, list[tuple[int, list[Converter], Any]]] = {}
+
+    def __len__(self) -> int:
+        return len(self.fields)
+
+    def converters(self, using: str) -> list[tuple[int, list[Converter], Any]]:
+        """(column, converters, expression) for the columns that need converting, as
+        `SQLCompiler.get_converters` finds them; once per database."""
+        if using not in self._converters:
+            connection = connections[using]
+            found = []
+            for i, field in enumerate(self.fields):
+                col = field.get_col(self.model._meta.db_table)
+                chain = connection.ops.get_db_converters(col) + col.get_db_converters(connection)
+                if chain:
+                    found.append((i, chain, col))
+            self._converters[using] = found
+        return self._converters[using]
+
+    def build(self, row: Sequence[Any], start: int = 0, using: str = DEFAULT_DB_ALIAS) -> Model:
+        """The instance of `row[start:start + len(self)]`."""
+        values = list(row[start : start + len(self.fields)])
+        connection = connections[using]
+        for i, chain, col in self.converters(using):
+            value = values[i]
+            for converter in chain:
+                value = converter(value, col, connection)
+            values[i] = value
+        return self.model.from_db(using, self.attnames, values)
+
+
+def instances(row: Sequence[Any], *columns: Columns, using: str = DEFAULT_DB_ALIAS) -> list[Model]:
+    """One instance per `Columns`, from a row that selects them one after the other."""
+    built, at = [], 0
+    for part in columns:
+        built.append(part.build(row, at, using))
+        at += len(part)
+    return built

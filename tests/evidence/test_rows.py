@@ -1,0 +1,52 @@
+"""evidence.rows: model instances from hand-written SQL equal the ORM's, on either database."""
+
+from __future__ import annotations
+
+from django.db import connection
+
+from evidence.models import Expectation, Passage, Project
+from evidence.rows import Columns, instances
+from replay.models import Retrieval, Run
+from tests.conftest import import_fixture
+
+PASSAGE, RETRIEVAL, RUN, PROJECT = (
+    Columns(Passage, "p"), Columns(Retrieval, "t"), Columns(Run, "r"), Columns(Project, "j"),
+)  # fmt: skip
+
+
+def fields_of(instance) -> dict:
+    return {f.attname: getattr(instance, f.attname) for f in type(instance)._meta.concrete_fields}
+
+
+def rows(sql: str, *params) -> list[tuple]:
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+def test_a_row_builds_the_instance_the_orm_reads(project):
+    import_fixture("q017-r1.jsonl")
+    # Dates, booleans and JSON (jsonb on PostgreSQL, text on SQLite, and verbatim JSON text).
+    expectation = Expectation.objects.get()
+    (row,) = rows(f"SELECT {Columns(Expectation, 'e').sql} FROM evidence_expectation e")
+    built = Columns(Expectation, "e").build(row)
+    assert fields_of(built) == fields_of(expectation)
+    assert built.required_facts and isinstance(built.required_facts, list)
+    assert not built._state.adding and built._state.db == "default"
+    for row in rows(
+        f"SELECT {RETRIEVAL.sql}, {PASSAGE.sql} FROM replay_retrieval t "
+        "JOIN evidence_passage p ON p.id = t.passage_id ORDER BY t.id"
+    ):
+        retrieval, passage = instances(row, RETRIEVAL, PASSAGE)
+        assert fields_of(retrieval) == fields_of(Retrieval.objects.get(pk=retrieval.pk))
+        assert fields_of(passage) == fields_of(Passage.objects.get(pk=passage.pk))
+
+
+def test_nothing_of_a_built_instance_is_deferred(project, django_assert_num_queries):
+    import_fixture("q017-r1.jsonl")
+    (row,) = rows(f"SELECT {RUN.sql}, {PROJECT.sql} FROM replay_run r JOIN evidence_project j "
+                  "ON j.id = r.project_id")  # fmt: skip
+    with django_assert_num_queries(0):
+        run, built = instances(row, RUN, PROJECT)
+        assert run.get_deferred_fields() == set() and built.get_deferred_fields() == set()
+        assert built.slug == "demo" and run.run_id == "q017-r1"
