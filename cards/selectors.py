@@ -24,12 +24,13 @@ from cards.prechecks import (
     claim_prechecks,
     prechecks,
 )
-from cards.progress import latest_review_complete
+from cards.progress import LATEST_REVIEW_COMPLETE_SQL
 from cards.rules import refs_for_spans
 from cards.verdicts import current as current_verdict
 from cards.verdicts import is_informed, newest_labels
 from evidence.drift import newer_drift
-from evidence.models import Membership, Passage
+from evidence.models import Case, Expectation, Membership, Passage
+from evidence.rows import Columns, instances
 from replay.models import Citation, Response, Retrieval, Run
 
 
@@ -182,16 +183,7 @@ def review_page(
     are built from model rows, every other one from the narrow lines a compact card
     shows (`_lines`). None builds every card whole.
     """
-    response = (
-        Response.objects.select_related("case", "expectation", "run__project")
-        .filter(run=run, case__case_id=case_id)
-        .annotate(review_complete=latest_review_complete())
-        .first()
-    )
-    if response is None:
-        raise Http404("No such case in this run.")
-    retrieved = list(response.retrieved.select_related("passage").order_by("rank"))
-    citations = list(response.citations.select_related("passage").order_by("position"))
+    response, retrieved, citations = _response_rows(run=run, case_id=case_id)
     if whole is None:
         chains = [
             Chain(claim, claim.revision_rows, claim.verdict_rows)
@@ -291,6 +283,70 @@ def review_page(
         lead_unblinded=clock.lead_unblinded(response.pk),
         informed=informed,
     )
+
+
+RESPONSE, CASE, EXPECTATION = (
+    Columns(Response, "x"), Columns(Case, "k"), Columns(Expectation, "e")
+)  # fmt: skip
+RETRIEVAL, CITATION, PASSAGE = (
+    Columns(Retrieval, "t"), Columns(Citation, "c"), Columns(Passage, "p")
+)  # fmt: skip
+# The case page's response, its retrieved passages and its citations, as SQL: built with the
+# ORM (`select_related`, the review mark's subquery) their compilation cost 4.3 ms of CPU a
+# page, their running a few tenths. A citation's passage comes with it only when the
+# response did not retrieve it: the retrieved list already holds its 2 KB text.
+RESPONSE_FOR_CASE = f"""
+SELECT {RESPONSE.sql}, {CASE.sql}, {EXPECTATION.sql},
+       {LATEST_REVIEW_COMPLETE_SQL.format(response="x")}
+  FROM replay_response x
+  JOIN evidence_case k ON k.id = x.case_id
+  JOIN evidence_expectation e ON e.id = x.expectation_id
+ WHERE x.run_id = %s AND k.case_id = %s
+"""
+RETRIEVED = f"""
+SELECT {RETRIEVAL.sql}, {PASSAGE.sql}
+  FROM replay_retrieval t
+  JOIN evidence_passage p ON p.id = t.passage_id
+ WHERE t.response_id = %s
+ ORDER BY t.rank
+"""
+CITATIONS = f"""
+SELECT {CITATION.sql}, {PASSAGE.sql}
+  FROM replay_citation c
+  LEFT JOIN evidence_passage p ON p.id = c.passage_id AND NOT EXISTS (
+       SELECT 1 FROM replay_retrieval t
+        WHERE t.response_id = c.response_id AND t.passage_id = c.passage_id)
+ WHERE c.response_id = %s
+ ORDER BY c.position
+"""
+
+
+def _response_rows(*, run: Run, case_id: str) -> tuple[Response, list[Retrieval], list[Citation]]:
+    """The case's response (with its case, expectation and review mark), what it retrieved
+    and what it cited, each with its passage: three queries, or 404."""
+    with connection.cursor() as cursor:
+        cursor.execute(RESPONSE_FOR_CASE, [run.pk, case_id])
+        row = cursor.fetchone()
+        if row is None:
+            raise Http404("No such case in this run.")
+        response, case, expectation = instances(row, RESPONSE, CASE, EXPECTATION)
+        response.review_complete = row[-1]
+        response.run, response.case, response.expectation = run, case, expectation
+        cursor.execute(RETRIEVED, [response.pk])
+        retrieved = []
+        for row in cursor.fetchall():
+            retrieval, passage = instances(row, RETRIEVAL, PASSAGE)
+            retrieval.passage = passage
+            retrieved.append(retrieval)
+        cursor.execute(CITATIONS, [response.pk])
+        rows = cursor.fetchall()
+    passages = {row.passage_id: row.passage for row in retrieved}
+    citations = []
+    for row in rows:
+        citation = CITATION.build(row)
+        citation.passage = passages.get(citation.passage_id) or PASSAGE.build(row, len(CITATION))
+        citations.append(citation)
+    return response, retrieved, citations
 
 
 class Chain(NamedTuple):
