@@ -11,8 +11,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import NamedTuple
 
+from django.contrib.auth.models import AbstractBaseUser
 from django.db import connection
-from django.db.models import Exists, OuterRef, Prefetch
+from django.db.models import Prefetch
 from django.http import Http404
 
 from cards.blind import Sighted, hidden_from, sightings
@@ -32,6 +33,7 @@ from evidence.drift import newer_drift
 from evidence.models import Case, Expectation, Membership, Passage
 from evidence.rows import Columns, instances
 from replay.models import Citation, Response, Retrieval, Run
+from replay.selectors import MEMBERSHIP, PROJECT, RUN, SNAPSHOT
 
 
 @dataclass
@@ -495,32 +497,64 @@ def _card(
     )
 
 
-def review_card(*, run: Run, claim: Claim, membership: Membership) -> Card:
+CLAIM_REVISION, VERDICT = Columns(ClaimRevision, "cr"), Columns(VerdictRevision, "v")
+# A card's own rows, as SQL (compiling them with the ORM cost more CPU than running them):
+# its verdicts, newest first, and the passages its claim cites, each with whether the
+# response retrieved it. Each probes an index: (claim, seq), (snapshot, ref).
+CARD_VERDICTS = f"""
+SELECT {VERDICT.sql} FROM cards_verdictrevision v WHERE v.claim_id = %s ORDER BY v.seq DESC
+"""
+CARD_REVISIONS = f"""
+SELECT {CLAIM_REVISION.sql} FROM cards_claimrevision cr WHERE cr.claim_id = %s ORDER BY cr.seq DESC
+"""
+CARD_PASSAGES = f"""
+SELECT {PASSAGE.sql}, EXISTS (
+       SELECT 1 FROM replay_retrieval t WHERE t.response_id = %s AND t.passage_id = p.id)
+  FROM evidence_passage p
+ WHERE p.snapshot_id = %s AND p.ref IN ({{refs}})
+"""
+MARKERS = """
+SELECT c.start, c."end", p.ref
+  FROM replay_citation c JOIN evidence_passage p ON p.id = c.passage_id
+ WHERE c.response_id = %s AND c.start IS NOT NULL
+ ORDER BY c.position
+"""
+
+
+def review_card(
+    *, run: Run, claim: Claim, membership: Membership,
+    revisions: list[ClaimRevision] | None = None,
+) -> Card:  # fmt: skip
     """One card of a case, whole, from its own rows in a fixed number of queries.
 
     What a compact card loads and what a verdict save answers with: never the whole
-    page. `claim` comes with its response and case (`claim_for`). Its hints and re-review
-    flag are the page's (cards.prechecks reads only the claim's passages and whether the
-    response retrieved them); blind review hides the same.
+    page. `claim` comes with its response and case, and `revisions` (newest first) when
+    the caller read them already (`claim_for_member`). Its hints and re-review flag are
+    the page's (cards.prechecks reads only the claim's passages and whether the response
+    retrieved them); blind review hides the same.
     """
     response = claim.response
     response.run = run  # already loaded, with its project and snapshot
-    revisions = list(ClaimRevision.objects.filter(claim_id=claim.pk).order_by("-seq"))
-    verdicts = list(VerdictRevision.objects.filter(claim_id=claim.pk).order_by("-seq"))
-    refs = revisions[0].citations
-    # The claim's passages, each with whether this response retrieved it: one query.
-    passages = (
-        {
-            p.ref: p
-            for p in Passage.objects.filter(snapshot_id=run.snapshot_id, ref__in=refs).annotate(
-                retrieved=Exists(
-                    Retrieval.objects.filter(response_id=response.pk, passage_id=OuterRef("pk"))
-                )
-            )
-        }
-        if refs
-        else {}
-    )
+    with connection.cursor() as cursor:
+        if revisions is None:
+            cursor.execute(CARD_REVISIONS, [claim.pk])
+            revisions = [CLAIM_REVISION.build(row) for row in cursor.fetchall()]
+        cursor.execute(CARD_VERDICTS, [claim.pk])
+        verdicts = [VERDICT.build(row) for row in cursor.fetchall()]
+        refs = revisions[0].citations
+        passages: dict[str, Passage] = {}
+        retrieved: set[str] = set()
+        if refs:
+            # The claim's passages, each with whether this response retrieved it: one query.
+            sql = CARD_PASSAGES.format(refs=", ".join(["%s"] * len(refs)))
+            cursor.execute(sql, [response.pk, run.snapshot_id, *refs])
+            for row in cursor.fetchall():
+                passage = PASSAGE.build(row)
+                passages[passage.ref] = passage
+                if row[-1]:
+                    retrieved.add(passage.ref)
+    for row in (*revisions, *verdicts):
+        row.claim = claim
     clock = sightings(run=run, response_ids=[response.pk])  # verdicts per annotator: one query
     blind = hidden_from(membership, sightings=clock, response_id=response.pk)
     card = _card(
@@ -533,7 +567,6 @@ def review_card(*, run: Run, claim: Claim, membership: Membership) -> Card:
     card.full = True
     revision = card.revision
     if not card.withdrawn:
-        retrieved = {ref for ref, passage in passages.items() if passage.retrieved}
         facts = ResponseFacts(
             answer=response.text, marker_spans=[], cited_refs=[], retrieved=[],
             passages={ref: _facts(p) for ref, p in passages.items()}, relevant_refs=[],
@@ -543,12 +576,9 @@ def review_card(*, run: Run, claim: Claim, membership: Membership) -> Card:
     drifted = _drifted_refs(run=run, refs=set(refs))
     card.rereview = [(ref, drifted[ref]) for ref in refs if drifted.get(ref)]
     if not card.withdrawn and not refs and revision.spans:
-        markers = [
-            (start, end, ref)
-            for start, end, ref in response.citations.exclude(start=None).values_list(
-                "start", "end", "passage__ref"
-            )
-        ]
+        with connection.cursor() as cursor:
+            cursor.execute(MARKERS, [response.pk])
+            markers = cursor.fetchall()
         card.offered_refs = refs_for_spans(response.text, markers, revision.spans)
     return card
 
@@ -581,19 +611,57 @@ def citable_refs(*, response: Response, among: Iterable[str]) -> set[str]:
     )
 
 
-def claim_for(*, run: Run, case_id: str, key: str) -> tuple[Claim, ClaimRevision]:
-    """One claim of a case, with its response and case, and its current revision (for a
-    save or one card, without the whole page)."""
-    # One query: the newest revision, its claim, response and case joined (a save's hot path).
-    revision = (
-        ClaimRevision.objects.select_related("claim__response__case")
-        .filter(claim__response__run=run, claim__response__case__case_id=case_id, claim__key=key)
-        .order_by("-seq")
-        .first()
-    )
-    if revision is None:
+CLAIM = Columns(Claim, "cl")
+# The viewer's membership, the run, and the claim with its response, case and every
+# revision (newest first, one row each), in one statement: what a card and a save open
+# with. The access rule of replay.selectors.run_for_member (no membership, no row: 404),
+# and the unique indexes (project, slug), (project, run_id), (run, case), (response, key),
+# (claim, seq).
+CLAIM_FOR_MEMBER = f"""
+SELECT {RUN.sql}, {PROJECT.sql}, {SNAPSHOT.sql}, {MEMBERSHIP.sql},
+       {RESPONSE.sql}, {CASE.sql}, {CLAIM.sql}, {CLAIM_REVISION.sql}
+  FROM replay_run r
+  JOIN evidence_project p ON p.id = r.project_id
+  JOIN evidence_snapshot s ON s.id = r.snapshot_id
+  JOIN evidence_membership m ON m.project_id = p.id AND m.user_id = %s
+  JOIN replay_response x ON x.run_id = r.id
+  JOIN evidence_case k ON k.id = x.case_id
+  JOIN cards_claim cl ON cl.response_id = x.id
+  JOIN cards_claimrevision cr ON cr.claim_id = cl.id
+ WHERE p.slug = %s AND r.run_id = %s AND k.case_id = %s AND cl.key = %s
+ ORDER BY cr.seq DESC
+"""
+
+
+class ClaimOfMember(NamedTuple):
+    membership: Membership
+    run: Run
+    claim: Claim  # with its response and case
+    revisions: list[ClaimRevision]  # newest first: the current one is revisions[0]
+
+
+def claim_for_member(
+    *, user: AbstractBaseUser, slug: str, run_id: str, case_id: str, key: str
+) -> ClaimOfMember:
+    """One claim of a case for a member of its project, without the whole page: 404 for an
+    outsider (as `run_for_member`), and for a claim that is not of this case. One query."""
+    with connection.cursor() as cursor:
+        cursor.execute(CLAIM_FOR_MEMBER, [user.pk, slug, run_id, case_id, key])
+        rows = cursor.fetchall()
+    if not rows:
         raise Http404("No such claim.")
-    return revision.claim, revision
+    run, project, snapshot, membership, response, case, claim = instances(
+        rows[0], RUN, PROJECT, SNAPSHOT, MEMBERSHIP, RESPONSE, CASE, CLAIM
+    )
+    run.project = membership.project = project
+    run.snapshot, membership.user = snapshot, user
+    response.run, response.case = run, case
+    claim.response = response
+    at = len(rows[0]) - len(CLAIM_REVISION)
+    revisions = [CLAIM_REVISION.build(row, at) for row in rows]
+    for revision in revisions:
+        revision.claim = claim
+    return ClaimOfMember(membership, run, claim, revisions)
 
 
 def answer_pieces(
