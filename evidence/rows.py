@@ -10,11 +10,13 @@ ordinary model instances.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connections
 from django.db.models import Model
+from django.db.models.expressions import DatabaseDefault
 
 Converter = Callable[[Any, Any, Any], Any]
 
@@ -61,6 +63,36 @@ class Columns:
                 value = converter(value, col, connection)
             values[i] = value
         return self.model.from_db(using, self.attnames, values)
+
+
+def insert(instance: Model, using: str = DEFAULT_DB_ALIAS) -> Model:
+    """INSERT `instance`, every field but its primary key, and give it the key the database
+    chose: what `Model.objects.create` runs, without compiling the statement each time (a
+    third of a verdict save's CPU in its service). No signals are sent; a field left to its
+    `db_default` is refused, because SQLite has no DEFAULT in a VALUES list."""
+    model = type(instance)
+    connection = connections[using]
+    fields = [field for field in model._meta.concrete_fields if not field.primary_key]
+    values = []
+    for field in fields:
+        value = field.pre_save(instance, True)
+        if isinstance(value, DatabaseDefault):
+            raise ValueError(f"{model.__name__}.{field.name} is left to its db_default")
+        values.append(field.get_db_prep_save(value, connection))
+    with connection.cursor() as cursor:
+        cursor.execute(_insert_sql(model), values)
+        instance.pk = cursor.fetchone()[0]
+    instance._state.adding, instance._state.db = False, using
+    return instance
+
+
+@functools.cache
+def _insert_sql(model: type[Model]) -> str:
+    fields = [field for field in model._meta.concrete_fields if not field.primary_key]
+    return (
+        f'INSERT INTO "{model._meta.db_table}" ({", ".join(f'"{f.column}"' for f in fields)})'
+        f' VALUES ({", ".join(["%s"] * len(fields))}) RETURNING "{model._meta.pk.column}"'
+    )
 
 
 def instances(row: Sequence[Any], *columns: Columns, using: str = DEFAULT_DB_ALIAS) -> list[Model]:

@@ -23,6 +23,7 @@ from cards.models import (
 from cards.rules import association_problem, default_association
 from cards.services.guards import BLANK, ChainHead, StaleCard, lock_claim_row, refuse_non_member
 from evidence.models import Membership
+from evidence.rows import insert
 
 
 @transaction.atomic
@@ -99,7 +100,7 @@ def verdict_save(
         supersedes_id=state["mine_id"], supersedes_seq=state["mine_seq"],
         created_at=timezone.now(), prev_sha256=head.sha256,
     )  # fmt: skip
-    return VerdictRevision.objects.create(claim=claim, **sealed.row)
+    return insert(VerdictRevision(claim=claim, **sealed.row))
 
 
 # What a verdict needs to know about a locked claim, in one statement: the newest claim

@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import pytest
 from django.db import connection
 
-from evidence.models import Expectation, Passage, Project
-from evidence.rows import Columns, instances
+from evidence.models import Case, Expectation, Passage, Project
+from evidence.rows import Columns, insert, instances
 from replay.models import Retrieval, Run
 from tests.conftest import import_fixture
 
@@ -50,3 +51,20 @@ def test_nothing_of_a_built_instance_is_deferred(project, django_assert_num_quer
         run, built = instances(row, RUN, PROJECT)
         assert run.get_deferred_fields() == set() and built.get_deferred_fields() == set()
         assert built.slug == "demo" and run.run_id == "q017-r1"
+
+
+def test_an_insert_stores_what_the_orm_would_and_gives_the_row_its_key(project):
+    import_fixture("q017-r1.jsonl")
+    first = Retrieval.objects.order_by("rank").first()
+    row = Retrieval(
+        response_id=first.response_id, rank=99, passage_id=first.passage_id, score=0.25,
+        score_as_imported=0.25, filters={"lang": ["en"], "big": 10**30},
+    )  # fmt: skip
+    assert insert(row) is row and row.pk is not None and not row._state.adding
+    assert fields_of(Retrieval.objects.get(pk=row.pk)) == fields_of(row)
+
+
+def test_an_insert_refuses_a_field_left_to_its_database_default(project):
+    with pytest.raises(ValueError, match="Case.created_at is left to its db_default"):
+        insert(Case(project=project, case_id="new"))
+    assert not Case.objects.filter(case_id="new").exists()
