@@ -176,6 +176,9 @@ CACHES = {
 }
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# Django's ModelBackend but for the read of the logged-in user on each request (SQL, not
+# the ORM). Only this one: a second backend would check a wrong password twice.
+AUTHENTICATION_BACKENDS = ["evidence.auth.UserBackend"]
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -230,6 +233,9 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
+# Sessions in the database, as Django's own engine keeps them (logout and deletion end a
+# session at once), read with a statement written as SQL: every request reads one.
+SESSION_ENGINE = "evidence.sessions"
 # Production (DEBUG off, outside the tests, whose client speaks plain http) is HTTPS
 # only by default: secure cookies, a redirect to https and HSTS. Each is switchable, for
 # a server run over plain http on a private address (the browser tests, benchmarks).
