@@ -10,16 +10,21 @@ from django.core.cache import cache
 from django.template.loader import get_template, render_to_string
 from django.utils.safestring import mark_safe
 
+from cards.labels import SUPPORT_KEYS
 from cards.selectors import (
     Card,
 )
 
+# The templates the cached fragments come from.
+TEMPLATES = ("cards/review.html", "cards/_verdict_form.html", "replay/_passage.html")
+
 
 @functools.cache
 def _template_version() -> str:
-    """The page template's own hash: a deploy that changes a card never serves an old one."""
-    source = get_template("cards/review.html").template.source
-    return hashlib.sha256(source.encode()).hexdigest()[:12]
+    """The fragments' templates' own hash: a deploy that changes a card never serves an old
+    one."""
+    sources = [get_template(name).template.source for name in TEMPLATES]
+    return hashlib.sha256("\0".join(sources).encode()).hexdigest()[:12]
 
 
 def _digest(kind: str, *parts) -> str:
@@ -103,6 +108,35 @@ def whole_rows(card: Card) -> Card:
         else:
             card.history[i].html = html
     cache.set_many(fresh, timeout=24 * 3600)
+    return card
+
+
+def form_bodies(card: Card) -> Card:
+    """A whole card's verdict forms, all but their CSRF token and hidden inputs, from the
+    cache when a form shows nothing typed (a refused one, bound to what was posted, is
+    rendered afresh).
+
+    Keyed by every value the body shows: the claim's key (its ids), the button, whether
+    the claim cites anything, the support, diagnosis, contradiction and relevance chosen.
+    A save answers with its card: its form was two thirds of rendering it.
+    """
+    for form, label in ((card.form, "Save"), (card.adjudicate_form, "Adjudicate")):
+        if form is None or form.is_bound:
+            continue
+        key = _digest(
+            "verdict-form", card.claim.key, label, bool(card.revision.citations),
+            form["support"].value(), form["diagnosis"].value(), form["contradicts"].value(),
+            [(ref, field.value()) for ref, field in form.relevance_fields()],
+            form["reason"].value(), form["note"].value(), SUPPORT_KEYS,
+        )  # fmt: skip
+        html = cache.get(key)
+        if html is None:
+            context = {"form": form, "card": card, "action_label": label}
+            html = render_to_string(
+                "cards/_verdict_form.html#body", {**context, "support_keys": SUPPORT_KEYS}
+            )
+            cache.set(key, html, timeout=24 * 3600)
+        form.body_html = mark_safe(html)  # our template's own output, escaped there
     return card
 
 

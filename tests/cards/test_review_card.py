@@ -127,3 +127,25 @@ def test_the_cached_page_is_the_page_rendered_afresh(client, claim, reviewer):
     cached = client.get(url).content.decode()
     masked = [re.sub(r"\b[A-Za-z0-9]{64}\b", "TOKEN", html) for html in (fresh, cached)]
     assert masked[0] == masked[1]  # but for the CSRF tokens
+
+
+def test_a_whole_card_from_cached_fragments_is_the_card_rendered_afresh(
+    client, claim, reviewer, second_reviewer, lead
+):
+    judge(claim, reviewer, "supported", "Alice.")
+    judge(claim, second_reviewer, "unsupported", "Bob.")
+    client.force_login(lead)  # a lead's card has two forms: the verdict and the adjudication
+    cache.clear()
+    fresh = whole_card(client, claim.key)
+    cached = whole_card(client, claim.key)
+    masked = [re.sub(r"\b[A-Za-z0-9]{64}\b", "TOKEN", html) for html in (fresh, cached)]
+    assert masked[0] == masked[1]  # but for the CSRF tokens
+    assert "Adjudicate (lead)" in cached and cached.count('class="verdict-form"') == 2
+
+
+def test_a_cached_verdict_form_shows_the_verdict_saved_since(client, claim, reviewer):
+    client.force_login(reviewer)
+    assert "checked" not in whole_card(client, claim.key).split('name="support"')[1][:40]
+    judge(claim, reviewer, "partial", "Alice.")
+    card = whole_card(client, claim.key)
+    assert '<input type="radio" name="support" value="partial" checked' in card
