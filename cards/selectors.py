@@ -56,7 +56,6 @@ class HistoryEntry:
     # A newer revision of the same line replaced it: the claim's, or the same annotator's
     # verdicts (a lead's adjudications and own verdicts are two lines).
     superseded: bool = False
-    html: str = ""  # rendered, from the fragment cache (cards.views.card_cache)
 
 
 class ClaimLine(NamedTuple):
@@ -124,6 +123,9 @@ class Card:
     # Built from the page's narrow read (lines, not model rows: no history, no older
     # revisions): it can only be shown compact.
     lines: bool = False
+    # A whole card's verdicts and history entries, rendered and joined (cards.views.card_cache).
+    verdicts_html: str = ""
+    history_html: str = ""
 
     @property
     def withdrawn(self) -> bool:
@@ -553,8 +555,6 @@ def review_card(
                 passages[passage.ref] = passage
                 if row[-1]:
                     retrieved.add(passage.ref)
-    for row in (*revisions, *verdicts):
-        row.claim = claim
     clock = sightings(run=run, response_ids=[response.pk])  # verdicts per annotator: one query
     blind = hidden_from(membership, sightings=clock, response_id=response.pk)
     card = _card(

@@ -162,18 +162,11 @@ TEMPLATES = [
 ]
 
 DATABASES = {"default": database_from_url(os.environ.get("DATABASE_URL"))}
-
-# The case page keeps rendered fragments in the cache (cards.views.card_cache): one per
-# compact card, verdict and history entry, keyed by content hashes. Django's default
-# local-memory cache holds 300 entries and drops a third when full: a case of 30 claims
-# judged a few times each already overflows it, and every save then rendered its card's
-# rows again. 20,000 entries of 1–2 KB each: some 30 MB per process at most.
-CACHES = {
-    "default": {
-        "BACKEND": "django.core.cache.backends.locmem.LocMemCache",
-        "OPTIONS": {"MAX_ENTRIES": env_int("CACHE_MAX_ENTRIES", 20_000)},
-    }
-}
+# Rendered fragments of the case page each process keeps (cards.views.card_cache): one per
+# compact card, verdict, history entry and form, keyed by content hashes. A case of 30
+# claims judged a few times each needs several hundred; Django's default cache, where they
+# were, holds 300 and dropped a third when full, so every save rendered its card's rows again.
+FRAGMENT_CACHE_ENTRIES = env_int("FRAGMENT_CACHE_ENTRIES", 20_000)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Django's ModelBackend but for the read of the logged-in user on each request (SQL, not

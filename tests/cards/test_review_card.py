@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 
 import pytest
-from django.core.cache import cache
 
 from cards.services.claims import claim_revise
+from cards.views.card_cache import fragments
 from tests.cards.conftest import case_url, judge, page_for
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
@@ -122,7 +122,7 @@ def test_a_cached_compact_card_shows_a_new_verdict_at_once(
 def test_the_cached_page_is_the_page_rendered_afresh(client, claim, reviewer):
     client.force_login(reviewer)
     url = case_url("q017-r3", "Q-017")
-    cache.clear()
+    fragments.clear()
     fresh = client.get(url).content.decode()
     cached = client.get(url).content.decode()
     masked = [re.sub(r"\b[A-Za-z0-9]{64}\b", "TOKEN", html) for html in (fresh, cached)]
@@ -135,7 +135,7 @@ def test_a_whole_card_from_cached_fragments_is_the_card_rendered_afresh(
     judge(claim, reviewer, "supported", "Alice.")
     judge(claim, second_reviewer, "unsupported", "Bob.")
     client.force_login(lead)  # a lead's card has two forms: the verdict and the adjudication
-    cache.clear()
+    fragments.clear()
     fresh = whole_card(client, claim.key)
     cached = whole_card(client, claim.key)
     masked = [re.sub(r"\b[A-Za-z0-9]{64}\b", "TOKEN", html) for html in (fresh, cached)]
