@@ -17,7 +17,7 @@ from django.db.models import Prefetch
 from django.http import Http404
 
 from cards.blind import Sighted, hidden_from, sightings
-from cards.models import Claim, ClaimRevision, Origin, Support, VerdictRevision
+from cards.models import Claim, ClaimRevision, Diagnosis, Origin, Support, VerdictRevision
 from cards.prechecks import (
     ClaimFacts,
     PassageFacts,
@@ -97,14 +97,55 @@ class VerdictLine(NamedTuple):
         return Support(self.support).label
 
 
+class VerdictRecord(NamedTuple):
+    """A verdict revision, every column, as a whole card reads it: a claim judged hundreds of
+    times gave a card of hundreds of verdicts, and a model instance cost five times a tuple.
+    The fields of `VerdictRevision`, in its order (`pk` for `id`); the citations' relevance
+    as its JSON text, decoded only where a form shows it (`citation_relevance`)."""
+
+    pk: int
+    claim_id: int
+    seq: int
+    author_id: int | None
+    annotator: str
+    origin: str
+    association: str
+    support: str
+    contradicts: bool
+    reason: str
+    diagnosis: str
+    citation_relevance_json: str
+    note: str
+    stated_at: datetime | None
+    supersedes_id: int | None
+    created_at: datetime
+    prev_sha256: str | None
+    sha256: str
+
+    @property
+    def citation_relevance(self) -> dict[str, str]:
+        return json.loads(self.citation_relevance_json)
+
+    def get_support_display(self) -> str:
+        return Support(self.support).label
+
+    def get_diagnosis_display(self) -> str:
+        return Diagnosis(self.diagnosis).label if self.diagnosis else self.diagnosis
+
+
+# A verdict as a card holds it: a model row (the page's whole cards), every column as a
+# tuple (one card, a save's answer), or the few a compact card shows.
+type AnyVerdict = VerdictRevision | VerdictRecord | VerdictLine
+
+
 @dataclass
 class Card:
     claim: Claim | ClaimLine
     revision: ClaimRevision | RevisionLine
-    verdicts: list[VerdictRevision] | list[VerdictLine]  # visible to the viewer, newest first
-    current: VerdictRevision | VerdictLine | None  # the one that colours the card
-    mine: VerdictRevision | VerdictLine | None  # the viewer's newest review verdict
-    mine_adjudication: VerdictRevision | VerdictLine | None  # the viewer's newest adjudication
+    verdicts: list[AnyVerdict]  # visible to the viewer, newest first
+    current: AnyVerdict | None  # the one that colours the card
+    mine: AnyVerdict | None  # the viewer's newest review verdict
+    mine_adjudication: AnyVerdict | None  # the viewer's newest adjudication
     history: list[HistoryEntry]
     head_seq: int  # of the chain as the viewer sees it (a blind reviewer: without others')
     attached: list[Passage]
@@ -115,7 +156,7 @@ class Card:
     offered_refs: list[str] = field(default_factory=list)
     # Each other annotator's newest verdict the viewer may see (none while blind), newest
     # first: the header shows them beside the viewer's own.
-    others: list[VerdictRevision] | list[VerdictLine] = field(default_factory=list)
+    others: list[AnyVerdict] = field(default_factory=list)
     disagree: bool = False  # the annotators' labels differ in support: a lead adjudicates
     blind: bool = False  # others' verdicts on this case are hidden from the viewer
     informed: set[int] = field(default_factory=set)  # verdicts saved after seeing others'
@@ -359,7 +400,7 @@ class Chain(NamedTuple):
 
     claim: Claim | ClaimLine
     revisions: list[ClaimRevision] | list[RevisionLine]
-    verdicts: list[VerdictRevision] | list[VerdictLine]
+    verdicts: list[AnyVerdict]
     lines: bool = False
 
 
@@ -499,7 +540,8 @@ def _card(
     )
 
 
-CLAIM_REVISION, VERDICT = Columns(ClaimRevision, "cr"), Columns(VerdictRevision, "v")
+CLAIM_REVISION = Columns(ClaimRevision, "cr")
+VERDICT = Columns(VerdictRevision, "v", raw=("citation_relevance",))  # VerdictRecord's
 # A card's own rows, as SQL (compiling them with the ORM cost more CPU than running them):
 # its verdicts, newest first, and the passages its claim cites, each with whether the
 # response retrieved it. Each probes an index: (claim, seq), (snapshot, ref).
@@ -542,7 +584,7 @@ def review_card(
             cursor.execute(CARD_REVISIONS, [claim.pk])
             revisions = [CLAIM_REVISION.build(row) for row in cursor.fetchall()]
         cursor.execute(CARD_VERDICTS, [claim.pk])
-        verdicts = [VERDICT.build(row) for row in cursor.fetchall()]
+        verdicts = [VerdictRecord(*values) for values in VERDICT.values_of(cursor.fetchall())]
         refs = revisions[0].citations
         passages: dict[str, Passage] = {}
         retrieved: set[str] = set()

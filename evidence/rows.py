@@ -11,7 +11,7 @@ ordinary model instances.
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
 from django.db import DEFAULT_DB_ALIAS, connections
@@ -29,10 +29,13 @@ class Columns:
     deferred, so no attribute of it can run a query behind the caller's back.
     """
 
-    def __init__(self, model: type[Model], alias: str):
+    def __init__(self, model: type[Model], alias: str, *, raw: tuple[str, ...] = ()):
+        """`raw` names fields whose values `values` leaves as the database sent them (a
+        JSON text the caller decodes only when it needs it); `build` refuses them."""
         self.model = model
         self.fields = list(model._meta.concrete_fields)
         self.attnames = [field.attname for field in self.fields]
+        self.raw = raw
         self.sql = ", ".join(f'{alias}."{field.column}"' for field in self.fields)
         self._converters: dict[str, list[tuple[int, list[Converter], Any]]] = {}
 
@@ -46,6 +49,8 @@ class Columns:
             connection = connections[using]
             found = []
             for i, field in enumerate(self.fields):
+                if field.name in self.raw:
+                    continue
                 col = field.get_col(self.model._meta.db_table)
                 chain = connection.ops.get_db_converters(col) + col.get_db_converters(connection)
                 if chain:
@@ -53,16 +58,33 @@ class Columns:
             self._converters[using] = found
         return self._converters[using]
 
+    def values(self, row: Sequence[Any], start: int = 0, using: str = DEFAULT_DB_ALIAS) -> list:
+        """The field values of `row[start:start + len(self)]`, converted as the ORM would."""
+        return self.values_of([row], start, using)[0]
+
+    def values_of(
+        self, rows: Iterable[Sequence[Any]], start: int = 0, using: str = DEFAULT_DB_ALIAS
+    ) -> list[list]:
+        """`values` of many rows (the connection and converters looked up once)."""
+        connection = connections[using]
+        converters = self.converters(using)
+        end = start + len(self.fields)
+        converted = []
+        for row in rows:
+            values = list(row[start:end])
+            for i, chain, col in converters:
+                value = values[i]
+                for converter in chain:
+                    value = converter(value, col, connection)
+                values[i] = value
+            converted.append(values)
+        return converted
+
     def build(self, row: Sequence[Any], start: int = 0, using: str = DEFAULT_DB_ALIAS) -> Model:
         """The instance of `row[start:start + len(self)]`."""
-        values = list(row[start : start + len(self.fields)])
-        connection = connections[using]
-        for i, chain, col in self.converters(using):
-            value = values[i]
-            for converter in chain:
-                value = converter(value, col, connection)
-            values[i] = value
-        return self.model.from_db(using, self.attnames, values)
+        if self.raw:
+            raise ValueError(f"{', '.join(self.raw)} would be left unconverted in an instance")
+        return self.model.from_db(using, self.attnames, self.values(row, start, using))
 
 
 def insert(instance: Model, using: str = DEFAULT_DB_ALIAS) -> Model:

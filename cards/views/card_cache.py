@@ -131,27 +131,28 @@ def whole_rows(card: Card) -> Card:
     up (the key is the row's own hash, not a hash of it) and looping over them in the
     template (they are joined here).
     """
-    version = _template_version()
-    verdicts = [
-        (f"review-verdict:{version}:{v.sha256}:{v.pk in card.informed:d}", "verdict-item",
-         {"v": v, "card": card})
-        for v in card.verdicts
-    ]  # fmt: skip
+    version, blind = _template_version(), f"{card.blind:d}"
+    informed = card.informed
+    verdicts = [f"review-verdict:{version}:{v.sha256}:{v.pk in informed:d}" for v in card.verdicts]
     history = [
-        (f"review-history:{version}:{e.kind}:{e.row.sha256}:{e.superseded:d}{e.informed:d}"
-         f"{card.blind:d}", "history-entry", {"entry": e, "card": card})
+        f"review-history:{version}:{e.kind}:{e.row.sha256}:{e.superseded:d}{e.informed:d}{blind}"
         for e in card.history
-    ]  # fmt: skip
-    found = fragments.get_many([key for key, *_ in verdicts + history])
+    ]
+    found = fragments.get_many(verdicts + history)
     fresh = {}
-    for key, partial, context in verdicts + history:
-        if key not in found:
-            found[key] = fresh[key] = render_to_string(f"cards/review.html#{partial}", context)
+    for keys, rows, partial, name in (
+        (verdicts, card.verdicts, "verdict-item", "v"),
+        (history, card.history, "history-entry", "entry"),
+    ):
+        for key, row in zip(keys, rows, strict=True):
+            if key not in found:
+                context = {name: row, "card": card}
+                found[key] = fresh[key] = render_to_string(f"cards/review.html#{partial}", context)
     if fresh:
         fragments.set_many(fresh)
     # Each part is our template's own output, escaped there.
-    card.verdicts_html = mark_safe("".join(found[key] for key, *_ in verdicts))
-    card.history_html = mark_safe("".join(found[key] for key, *_ in history))
+    card.verdicts_html = mark_safe("".join([found[key] for key in verdicts]))
+    card.history_html = mark_safe("".join([found[key] for key in history]))
     return card
 
 

@@ -6,6 +6,8 @@ import re
 
 import pytest
 
+from cards.models import VerdictRevision
+from cards.selectors import VerdictRecord
 from cards.services.claims import claim_revise
 from cards.views.card_cache import fragments
 from tests.cards.conftest import case_url, judge, page_for
@@ -149,3 +151,9 @@ def test_a_cached_verdict_form_shows_the_verdict_saved_since(client, claim, revi
     judge(claim, reviewer, "partial", "Alice.")
     card = whole_card(client, claim.key)
     assert '<input type="radio" name="support" value="partial" checked' in card
+
+
+def test_a_verdict_record_has_the_fields_of_a_verdict_revision_in_their_order():
+    names = [f.attname for f in VerdictRevision._meta.concrete_fields]
+    fields = [name.removesuffix("_json") for name in VerdictRecord._fields]
+    assert fields == ["pk", *names[1:]] and names[0] == "id"

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import pytest
 from django.db import connection
 
@@ -68,3 +70,14 @@ def test_an_insert_refuses_a_field_left_to_its_database_default(project):
     with pytest.raises(ValueError, match="Case.created_at is left to its db_default"):
         insert(Case(project=project, case_id="new"))
     assert not Case.objects.filter(case_id="new").exists()
+
+
+def test_a_raw_field_is_left_as_the_database_sent_it(project):
+    import_fixture("q017-r1.jsonl")
+    columns = Columns(Expectation, "e", raw=("required_facts",))
+    (row,) = rows(f"SELECT {columns.sql} FROM evidence_expectation e")
+    values = dict(zip(columns.attnames, columns.values(row), strict=True))
+    assert json.loads(values["required_facts"]) == Expectation.objects.get().required_facts
+    assert isinstance(values["relevant_refs"], list)  # the others converted
+    with pytest.raises(ValueError, match="required_facts would be left unconverted"):
+        columns.build(row)
