@@ -12,7 +12,6 @@ from datetime import UTC, datetime
 from typing import NamedTuple
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import connection
 from django.db.models import Prefetch
 from django.http import Http404
 
@@ -31,7 +30,7 @@ from cards.verdicts import current as current_verdict
 from cards.verdicts import is_informed, newest_labels
 from evidence.drift import newer_drift
 from evidence.models import Case, Expectation, Membership, Passage
-from evidence.rows import Columns, instances
+from evidence.rows import Columns, instances, prepared_cursor
 from replay.models import Citation, Response, Retrieval, Run
 from replay.selectors import MEMBERSHIP, PROJECT, RUN, SNAPSHOT
 
@@ -369,7 +368,7 @@ SELECT {CITATION.sql}, {PASSAGE.sql}
 def _response_rows(*, run: Run, case_id: str) -> tuple[Response, list[Retrieval], list[Citation]]:
     """The case's response (with its case, expectation and review mark), what it retrieved
     and what it cited, each with its passage: three queries, or 404."""
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(RESPONSE_FOR_CASE, [run.pk, case_id])
         row = cursor.fetchone()
         if row is None:
@@ -429,7 +428,7 @@ SELECT v.id, v.claim_id, v.seq, v.sha256, v.author_id, v.annotator, v.origin, v.
 
 def _lines(*, response_id: int, whole: Collection[str]) -> list[Chain]:
     """The response's claims in order, each as lines, but those of `whole` as model rows."""
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(CURRENT_REVISIONS, [response_id])
         claims = cursor.fetchall()
         cursor.execute(VERDICT_LINES, [response_id])
@@ -579,7 +578,7 @@ def review_card(
     """
     response = claim.response
     response.run = run  # already loaded, with its project and snapshot
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         if revisions is None:
             cursor.execute(CARD_REVISIONS, [claim.pk])
             revisions = [CLAIM_REVISION.build(row) for row in cursor.fetchall()]
@@ -618,7 +617,7 @@ def review_card(
     drifted = _drifted_refs(run=run, refs=set(refs))
     card.rereview = [(ref, drifted[ref]) for ref in refs if drifted.get(ref)]
     if not card.withdrawn and not refs and revision.spans:
-        with connection.cursor() as cursor:
+        with prepared_cursor() as cursor:
             cursor.execute(MARKERS, [response.pk])
             markers = cursor.fetchall()
         card.offered_refs = refs_for_spans(response.text, markers, revision.spans)
@@ -687,7 +686,7 @@ def claim_for_member(
 ) -> ClaimOfMember:
     """One claim of a case for a member of its project, without the whole page: 404 for an
     outsider (as `run_for_member`), and for a claim that is not of this case. One query."""
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(CLAIM_FOR_MEMBER, [user.pk, slug, run_id, case_id, key])
         rows = cursor.fetchall()
     if not rows:

@@ -162,6 +162,10 @@ TEMPLATES = [
 ]
 
 DATABASES = {"default": database_from_url(os.environ.get("DATABASE_URL"))}
+# The review pages' hand-written statements are prepared on PostgreSQL, planned once per
+# connection (evidence.rows.prepared_cursor). Off behind a pooler that cannot keep a
+# connection's prepared statements (PgBouncer in transaction mode before 1.21).
+DB_PREPARED_STATEMENTS = env_bool("DB_PREPARED_STATEMENTS", True)
 # Rendered fragments of the case page each process keeps (cards.views.card_cache): one per
 # compact card, verdict, history entry and form, keyed by content hashes. A case of 30
 # claims judged a few times each needs several hundred; Django's default cache, where they

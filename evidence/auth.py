@@ -15,7 +15,7 @@ from django.contrib.auth.forms import AuthenticationForm
 from django.core.cache import cache
 from django.db import connections, router
 
-from evidence.rows import Columns
+from evidence.rows import Columns, prepared_cursor
 
 
 class LoginThrottle(AuthenticationForm):
@@ -90,7 +90,7 @@ class UserBackend(ModelBackend):
         model = get_user_model()
         columns, sql = _user_read()
         connection = connections[router.db_for_read(model)]
-        with connection.cursor() as cursor:
+        with prepared_cursor(connection.alias) as cursor:
             cursor.execute(sql, [model._meta.pk.to_python(user_id)])
             row = cursor.fetchone()
         if row is None:

@@ -14,7 +14,9 @@ import functools
 from collections.abc import Callable, Iterable, Sequence
 from typing import Any
 
+from django.conf import settings
 from django.db import DEFAULT_DB_ALIAS, connections
+from django.db.backends.utils import CursorWrapper
 from django.db.models import Model
 from django.db.models.expressions import DatabaseDefault
 
@@ -87,6 +89,57 @@ class Columns:
         return self.model.from_db(using, self.attnames, self.values(row, start, using))
 
 
+def prepared_cursor(using: str = DEFAULT_DB_ALIAS) -> CursorWrapper:
+    """A cursor whose statements PostgreSQL plans once per connection, not on every run.
+
+    Django sends each statement as text with its values in it (client-side binding), so
+    PostgreSQL plans it again each time: the read that opens a card or a save joins eight
+    tables, and planning it cost 1.0 ms of the server's CPU against 0.1 ms to run it. This
+    cursor binds values on the server and prepares each statement (psycopg keeps the
+    connection's prepared statements); Django still wraps it, so it is logged and counted
+    as any other. For the hand-written reads and writes of the review pages only: the
+    ORM's statements stay as they are. SQLite, or DB_PREPARED_STATEMENTS off (a pooler that
+    cannot keep prepared statements), gets Django's own cursor.
+    """
+    connection = connections[using]
+    if connection.vendor != "postgresql" or not settings.DB_PREPARED_STATEMENTS:
+        return connection.cursor()
+    connection.close_if_health_check_failed()
+    connection.ensure_connection()
+    connection.validate_thread_sharing()
+    raw = connection.connection
+    if raw.prepare_threshold is None:
+        # Django turns psycopg's prepared statements off (None): with a threshold no
+        # statement reaches, only those that ask (these) are prepared.
+        raw.prepare_threshold = 2**31
+    preparing, debug = _preparing_cursor()
+    with connection.wrap_database_errors:
+        cursor = preparing(raw)
+    if connection.queries_logged:
+        return debug(cursor, connection)
+    return connection.make_cursor(cursor)
+
+
+@functools.cache
+def _preparing_cursor() -> tuple[type, type]:
+    """psycopg's server-binding cursor as Django makes it, preparing every statement, and
+    Django's logging wrapper for it, which logs the statement with its values written in
+    (Django reads them back from a client-binding cursor, which this is not)."""
+    from django.db.backends.postgresql.base import CursorDebugWrapper, ServerBindingCursor
+
+    class Preparing(ServerBindingCursor):
+        def execute(self, query, params=None, *, prepare=None, binary=None):
+            return super().execute(query, params, prepare=True, binary=binary)
+
+    class PreparingDebug(CursorDebugWrapper):
+        def execute(self, sql, params=None):
+            shown = sql if params is None else self.db.ops.compose_sql(sql, params)
+            with self.debug_sql(shown, params):
+                return CursorWrapper.execute(self, sql, params)  # not the base's logging
+
+    return Preparing, PreparingDebug
+
+
 def insert(instance: Model, using: str = DEFAULT_DB_ALIAS) -> Model:
     """INSERT `instance`, every field but its primary key, and give it the key the database
     chose: what `Model.objects.create` runs, without compiling the statement each time (a
@@ -101,7 +154,7 @@ def insert(instance: Model, using: str = DEFAULT_DB_ALIAS) -> Model:
         if isinstance(value, DatabaseDefault):
             raise ValueError(f"{model.__name__}.{field.name} is left to its db_default")
         values.append(field.get_db_prep_save(value, connection))
-    with connection.cursor() as cursor:
+    with prepared_cursor(using) as cursor:
         cursor.execute(_insert_sql(model), values)
         instance.pk = cursor.fetchone()[0]
     instance._state.adding, instance._state.db = False, using

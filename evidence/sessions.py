@@ -13,6 +13,8 @@ from django.contrib.sessions.models import Session
 from django.db import connections, router
 from django.utils import timezone
 
+from evidence.rows import prepared_cursor
+
 SESSION = """
 SELECT session_key, session_data, expire_date FROM django_session
  WHERE session_key = %s AND expire_date > %s
@@ -25,7 +27,7 @@ class SessionStore(db.SessionStore):
         if key is not None:
             connection = connections[router.db_for_read(Session)]
             now = connection.ops.adapt_datetimefield_value(timezone.now())
-            with connection.cursor() as cursor:
+            with prepared_cursor(connection.alias) as cursor:
                 cursor.execute(SESSION, [key, now])
                 row = cursor.fetchone()
             if row is not None:

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import connection
 from django.http import Http404
 
 from evidence.models import Membership, Project, Snapshot
-from evidence.rows import Columns, instances
+from evidence.rows import Columns, instances, prepared_cursor
 from replay.models import Run
 
 
@@ -43,7 +42,7 @@ def run_for_member(*, user: AbstractBaseUser, slug: str, run_id: str) -> tuple[M
     pages that every review request opens with (the case page, a card, a save): 404 for
     an outsider, as there, and for a run that is not the project's.
     """
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(RUN_FOR_MEMBER, [user.pk, slug, run_id])
         row = cursor.fetchone()
     if row is None:

@@ -6,9 +6,10 @@ import json
 
 import pytest
 from django.db import connection
+from django.test.utils import CaptureQueriesContext
 
 from evidence.models import Case, Expectation, Passage, Project
-from evidence.rows import Columns, insert, instances
+from evidence.rows import Columns, insert, instances, prepared_cursor
 from replay.models import Retrieval, Run
 from tests.conftest import import_fixture
 
@@ -81,3 +82,47 @@ def test_a_raw_field_is_left_as_the_database_sent_it(project):
     assert isinstance(values["relevant_refs"], list)  # the others converted
     with pytest.raises(ValueError, match="required_facts would be left unconverted"):
         columns.build(row)
+
+
+def test_a_prepared_cursors_statements_are_counted_as_any_other(project):
+    with CaptureQueriesContext(connection) as queries, prepared_cursor() as cursor:
+        cursor.execute("SELECT slug FROM evidence_project WHERE id = %s", [project.pk])
+        assert cursor.fetchone() == ("demo",)
+    assert len(queries.captured_queries) == 1
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="prepared statements: PostgreSQL")
+def test_on_postgresql_its_statements_are_prepared_once_per_connection(project):
+    sql = "SELECT slug FROM evidence_project WHERE id = %s AND slug <> 'prepared-test'"
+    for _ in range(3):
+        with prepared_cursor() as cursor:
+            cursor.execute(sql, [project.pk])
+            assert cursor.fetchone() == ("demo",)
+    assert prepared("prepared-test") == 1
+    with connection.cursor() as cursor:  # Django's own cursor prepares nothing
+        cursor.execute("SELECT slug FROM evidence_project WHERE slug <> 'not-prepared'")
+        cursor.execute("SELECT slug FROM evidence_project WHERE slug <> 'not-prepared'")
+    assert prepared("not-prepared") == 0
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="prepared statements: PostgreSQL")
+def test_prepared_statements_can_be_switched_off(project, settings):
+    settings.DB_PREPARED_STATEMENTS = False
+    with prepared_cursor() as cursor:
+        cursor.execute("SELECT slug FROM evidence_project WHERE slug <> 'switched-off'")
+    assert prepared("switched-off") == 0
+
+
+def prepared(marker: str) -> int:
+    (count,) = rows(
+        "SELECT count(*) FROM pg_prepared_statements WHERE statement LIKE %s", f"%{marker}%"
+    )[0]
+    return count
+
+
+def test_a_prepared_cursors_statements_are_logged_with_their_values(project):
+    with CaptureQueriesContext(connection) as queries, prepared_cursor() as cursor:
+        cursor.execute("SELECT slug FROM evidence_project WHERE id = %s", [project.pk])
+    assert queries.captured_queries[0]["sql"] == (
+        f"SELECT slug FROM evidence_project WHERE id = {project.pk}"
+    )
