@@ -107,7 +107,8 @@ def compact_cards(context: dict) -> dict:
     Thirty compact cards were half the time of the case page; most are unchanged from
     one load to the next. The whole card is never cached (forms carry a CSRF token).
     """
-    compact = [card for card in context["page"].cards if not card.full]
+    cards = context["page"].cards
+    compact = [card for card in cards if not card.full]
     keys = {card.claim.pk: _compact_key(card, context) for card in compact}
     found = fragments.get_many(keys.values())
     fresh = {}
@@ -119,6 +120,26 @@ def compact_cards(context: dict) -> dict:
             )
         card.html = mark_safe(found[key])  # our template's own output, escaped there
     fragments.set_many(fresh)
+    if len(compact) == len(cards):  # all compact: joined here, not in a loop of the template
+        context["cards_html"] = mark_safe("".join([card.html for card in cards]))
+    return context
+
+
+def query_and_help(context: dict) -> dict:
+    """The page's query panel (keyed by its expectation's hash) and its help on diagnoses
+    and keys (the same on every page), from the cache."""
+    expectation = context["expectation"]
+    keys = {
+        "query_html": _digest("review-query", expectation.pk, expectation.sha256),
+        "help_html": _digest("review-help"),
+    }
+    found = fragments.get_many(keys.values())
+    for name, key in keys.items():
+        if key not in found:
+            partial = name.removesuffix("_html")
+            found[key] = render_to_string(f"cards/review.html#{partial}", context)
+            fragments.set(key, found[key])
+        context[name] = mark_safe(found[key])  # our template's own output, escaped there
     return context
 
 

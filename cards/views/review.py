@@ -33,7 +33,12 @@ from cards.services.guards import StaleCard
 from cards.services.reviews import response_mark_complete
 from cards.services.verdicts import verdict_save
 from cards.suggestions import SuggestedClaim
-from cards.views.card_cache import answer_section, compact_cards, passages_section
+from cards.views.card_cache import (
+    answer_section,
+    compact_cards,
+    passages_section,
+    query_and_help,
+)
 from cards.views.review_context import (
     add_errors,
     card_context,
@@ -69,7 +74,7 @@ def case_detail(request: HtmxHttpRequest, slug: str, run_id: str, case_id: str) 
     if shown:
         page.card(shown)  # 404 for a claim not of this case
     context = page_context(page, kept=kept, only=shown or None)
-    context = answer_section(passages_section(compact_cards(context)))
+    context = query_and_help(answer_section(passages_section(compact_cards(context))))
     return render(request, "cards/review.html", context)
 
 
