@@ -44,16 +44,17 @@ class Server:
 
 @contextmanager
 def gunicorn(
-    env: dict[str, str], *, log: Path, worker_class: str = "sync", threads: int = 4
-) -> Iterator[Server]:
-    """`config.wsgi` served by 2 gunicorn workers on a free loopback port, until the block ends."""
+    env: dict[str, str], *, log: Path, worker_class: str = "sync", threads: int = 4,
+    workers: int = 2,
+) -> Iterator[Server]:  # fmt: skip
+    """`config.wsgi` served by gunicorn `workers` on a free loopback port, until the block ends."""
     binary = Path(sys.executable).parent / "gunicorn"
     if not binary.exists():
         sys.exit(f"{binary} is missing: .venv/bin/pip install gunicorn")
     port = free_port()
     command = [
         str(binary), "config.wsgi:application", "--chdir", str(ROOT),
-        "--bind", f"127.0.0.1:{port}", "--workers", "2", "--worker-class", worker_class,
+        "--bind", f"127.0.0.1:{port}", "--workers", str(workers), "--worker-class", worker_class,
         "--log-level", "warning", "--error-logfile", str(log),
     ]  # fmt: skip
     if worker_class == "gthread":

@@ -135,7 +135,10 @@ def measure(
     stored: dict[tuple[str, int], list[int]] = {}
     after: dict[tuple[str, int], list[int]] = {}
     log = work / "gunicorn.log"
-    server_args = {"log": log, "worker_class": args.worker_class, "threads": args.threads}
+    server_args = {
+        "log": log, "worker_class": args.worker_class, "threads": args.threads,
+        "workers": args.workers,
+    }  # fmt: skip
     with gunicorn(server_env(pg, DB, static_root), **server_args) as server:
         sessions = [login(server, name, PASSWORD) for name in fixture.usernames]
         leads = [login(server, name, PASSWORD) for name in fixture.leads]
@@ -227,7 +230,7 @@ def report(args: argparse.Namespace, figures: Figures) -> None:
     }
     print(
         f"\nMedians of {n} repetitions of {args.duration} s each "
-        f"(gunicorn {args.worker_class}, 2 workers; wrk, 1 connection per client)\n"
+        f"(gunicorn {args.worker_class}, {args.workers} workers; wrk, 1 connection per client)\n"
     )
     if pages:
         print(
@@ -351,6 +354,7 @@ def main() -> None:
     parser.add_argument("--clients", type=int, nargs="+", default=[2, 8])
     parser.add_argument("--worker-class", choices=["sync", "gthread"], default="sync")
     parser.add_argument("--threads", type=int, default=4, help="gthread threads per worker")
+    parser.add_argument("--workers", type=int, default=2, help="gunicorn worker processes")
     parser.add_argument("--profile", action="store_true", help="cProfile both views too")
     parser.add_argument(
         "--parts", nargs="*", choices=["pages", "saves", "breakdown"],

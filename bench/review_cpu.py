@@ -7,8 +7,9 @@ shared machine.
 The case of `bundles.review_bundle()` (20 passages × 2 KB, 30 claims × 5 verdicts) on a
 fresh PostgreSQL database ($REVIEW_CPU_DB, `evidence_review_cpu`), DEBUG off, through
 Django's test client and the whole middleware: the median `time.process_time()` of a
-request (this process's CPU: Django, the view, the test client; not PostgreSQL's) and
-its query count. Saves go through the HTMX path, spread over the 30 claims (then all on
+request (this process's CPU: Django, the view, the test client), the mean CPU of the
+PostgreSQL backend that served them (from /proc, when the server runs here) and the
+request's query count. Saves go through the HTMX path, spread over the 30 claims (then all on
 the first), each with the reviewer's own newest seq, so none is stale. It asserts
 nothing about time.
 """
@@ -33,23 +34,43 @@ CASE = f"/p/{SLUG}/runs/{REVIEW_RUN_ID}/cases/{REVIEW_CASE_ID}/"
 HTMX = {"HTTP_HX_REQUEST": "true"}
 
 
-def cpu_ms(fn: Callable[[], object], runs: int) -> tuple[float, int]:
-    """Median CPU milliseconds of `fn` over `runs` calls, and the queries of the last one."""
+def cpu_ms(fn: Callable[[], object], runs: int) -> tuple[float, float | None, int]:
+    """Median CPU milliseconds of `fn` over `runs` calls, the mean CPU milliseconds of the
+    PostgreSQL backend serving them (None where /proc does not show it), and the queries
+    of the last one."""
     from django.db import connection
     from django.test.utils import CaptureQueriesContext
 
     samples = []
+    server = backend_cpu()
     for _ in range(runs):
         started = time.process_time()
         fn()
         samples.append((time.process_time() - started) * 1000)
+    server_ms = None if server is None else (backend_cpu() - server) * 1000 / runs
     with CaptureQueriesContext(connection) as queries:
         fn()
-    return statistics.median(samples), len(queries.captured_queries)
+    return statistics.median(samples), server_ms, len(queries.captured_queries)
+
+
+def backend_cpu() -> float | None:
+    """CPU seconds of the PostgreSQL backend of this process's connection, from /proc (the
+    server on this machine); in clock ticks, so read over many requests."""
+    from django.db import connection
+
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_backend_pid()")
+        (pid,) = cursor.fetchone()
+    try:
+        with open(f"/proc/{pid}/stat") as stat:
+            fields = stat.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
 
 
 def profile(fn: Callable[[], object], runs: int) -> None:
-    profiler = cProfile.Profile()
+    profiler = cProfile.Profile(time.process_time)  # CPU, as the figures: not waits on PostgreSQL
     profiler.enable()
     for _ in range(runs):
         fn()
@@ -152,8 +173,10 @@ def measure(args: argparse.Namespace) -> None:
     }
     size = len(reviewer.get(CASE).content)
     print(f"{DB}, {args.runs} requests each, case page {size / 1000:.0f} KB after the saves")
-    for name, (ms, queries) in figures.items():
-        print(f"  {ms:7.2f} CPU-ms  {queries:3d} queries  {name}")
+    print("  Django CPU-ms (median)   PostgreSQL CPU-ms (mean)   queries")
+    for name, (ms, server_ms, queries) in figures.items():
+        server = "      —" if server_ms is None else f"{server_ms:7.2f}"
+        print(f"  {ms:7.2f}  {server}  {queries:3d}  {name}")
 
 
 if __name__ == "__main__":

@@ -27,6 +27,12 @@ def latest_review_complete() -> Coalesce:
     return Coalesce(Subquery(newest.values("complete")[:1]), Value(False))
 
 
+# `latest_review_complete` for reads written as SQL (the case page's), `{response}` the outer
+# response's alias: the same newest mark, FALSE when never marked.
+LATEST_REVIEW_COMPLETE_SQL = """COALESCE((SELECT rr.complete FROM cards_responsereview rr
+  WHERE rr.response_id = {response}.id ORDER BY rr.id DESC LIMIT 1), FALSE)"""
+
+
 def is_reviewed(*, complete: bool | None, abstained: bool, text: str) -> bool:
     """A response counts as reviewed when its decomposition is marked complete, or when
     the system abstained with no text at all (metrics.md). `reviewed_condition` is the

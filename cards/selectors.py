@@ -11,12 +11,12 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import NamedTuple
 
-from django.db import connection
-from django.db.models import Exists, OuterRef, Prefetch
+from django.contrib.auth.models import AbstractBaseUser
+from django.db.models import Prefetch
 from django.http import Http404
 
 from cards.blind import Sighted, hidden_from, sightings
-from cards.models import Claim, ClaimRevision, Origin, Support, VerdictRevision
+from cards.models import Claim, ClaimRevision, Diagnosis, Origin, Support, VerdictRevision
 from cards.prechecks import (
     ClaimFacts,
     PassageFacts,
@@ -24,13 +24,15 @@ from cards.prechecks import (
     claim_prechecks,
     prechecks,
 )
-from cards.progress import latest_review_complete
+from cards.progress import LATEST_REVIEW_COMPLETE_SQL
 from cards.rules import refs_for_spans
 from cards.verdicts import current as current_verdict
 from cards.verdicts import is_informed, newest_labels
 from evidence.drift import newer_drift
-from evidence.models import Membership, Passage
+from evidence.models import Case, Expectation, Membership, Passage
+from evidence.rows import Columns, instances, prepared_cursor
 from replay.models import Citation, Response, Retrieval, Run
+from replay.selectors import MEMBERSHIP, PROJECT, RUN, SNAPSHOT
 
 
 @dataclass
@@ -53,7 +55,6 @@ class HistoryEntry:
     # A newer revision of the same line replaced it: the claim's, or the same annotator's
     # verdicts (a lead's adjudications and own verdicts are two lines).
     superseded: bool = False
-    html: str = ""  # rendered, from the fragment cache (cards.views.card_cache)
 
 
 class ClaimLine(NamedTuple):
@@ -95,14 +96,55 @@ class VerdictLine(NamedTuple):
         return Support(self.support).label
 
 
+class VerdictRecord(NamedTuple):
+    """A verdict revision, every column, as a whole card reads it: a claim judged hundreds of
+    times gave a card of hundreds of verdicts, and a model instance cost five times a tuple.
+    The fields of `VerdictRevision`, in its order (`pk` for `id`); the citations' relevance
+    as its JSON text, decoded only where a form shows it (`citation_relevance`)."""
+
+    pk: int
+    claim_id: int
+    seq: int
+    author_id: int | None
+    annotator: str
+    origin: str
+    association: str
+    support: str
+    contradicts: bool
+    reason: str
+    diagnosis: str
+    citation_relevance_json: str
+    note: str
+    stated_at: datetime | None
+    supersedes_id: int | None
+    created_at: datetime
+    prev_sha256: str | None
+    sha256: str
+
+    @property
+    def citation_relevance(self) -> dict[str, str]:
+        return json.loads(self.citation_relevance_json)
+
+    def get_support_display(self) -> str:
+        return Support(self.support).label
+
+    def get_diagnosis_display(self) -> str:
+        return Diagnosis(self.diagnosis).label if self.diagnosis else self.diagnosis
+
+
+# A verdict as a card holds it: a model row (the page's whole cards), every column as a
+# tuple (one card, a save's answer), or the few a compact card shows.
+type AnyVerdict = VerdictRevision | VerdictRecord | VerdictLine
+
+
 @dataclass
 class Card:
     claim: Claim | ClaimLine
     revision: ClaimRevision | RevisionLine
-    verdicts: list[VerdictRevision] | list[VerdictLine]  # visible to the viewer, newest first
-    current: VerdictRevision | VerdictLine | None  # the one that colours the card
-    mine: VerdictRevision | VerdictLine | None  # the viewer's newest review verdict
-    mine_adjudication: VerdictRevision | VerdictLine | None  # the viewer's newest adjudication
+    verdicts: list[AnyVerdict]  # visible to the viewer, newest first
+    current: AnyVerdict | None  # the one that colours the card
+    mine: AnyVerdict | None  # the viewer's newest review verdict
+    mine_adjudication: AnyVerdict | None  # the viewer's newest adjudication
     history: list[HistoryEntry]
     head_seq: int  # of the chain as the viewer sees it (a blind reviewer: without others')
     attached: list[Passage]
@@ -113,7 +155,7 @@ class Card:
     offered_refs: list[str] = field(default_factory=list)
     # Each other annotator's newest verdict the viewer may see (none while blind), newest
     # first: the header shows them beside the viewer's own.
-    others: list[VerdictRevision] | list[VerdictLine] = field(default_factory=list)
+    others: list[AnyVerdict] = field(default_factory=list)
     disagree: bool = False  # the annotators' labels differ in support: a lead adjudicates
     blind: bool = False  # others' verdicts on this case are hidden from the viewer
     informed: set[int] = field(default_factory=set)  # verdicts saved after seeing others'
@@ -121,6 +163,9 @@ class Card:
     # Built from the page's narrow read (lines, not model rows: no history, no older
     # revisions): it can only be shown compact.
     lines: bool = False
+    # A whole card's verdicts and history entries, rendered and joined (cards.views.card_cache).
+    verdicts_html: str = ""
+    history_html: str = ""
 
     @property
     def withdrawn(self) -> bool:
@@ -182,16 +227,7 @@ def review_page(
     are built from model rows, every other one from the narrow lines a compact card
     shows (`_lines`). None builds every card whole.
     """
-    response = (
-        Response.objects.select_related("case", "expectation", "run__project")
-        .filter(run=run, case__case_id=case_id)
-        .annotate(review_complete=latest_review_complete())
-        .first()
-    )
-    if response is None:
-        raise Http404("No such case in this run.")
-    retrieved = list(response.retrieved.select_related("passage").order_by("rank"))
-    citations = list(response.citations.select_related("passage").order_by("position"))
+    response, retrieved, citations = _response_rows(run=run, case_id=case_id)
     if whole is None:
         chains = [
             Chain(claim, claim.revision_rows, claim.verdict_rows)
@@ -293,13 +329,77 @@ def review_page(
     )
 
 
+RESPONSE, CASE, EXPECTATION = (
+    Columns(Response, "x"), Columns(Case, "k"), Columns(Expectation, "e")
+)  # fmt: skip
+RETRIEVAL, CITATION, PASSAGE = (
+    Columns(Retrieval, "t"), Columns(Citation, "c"), Columns(Passage, "p")
+)  # fmt: skip
+# The case page's response, its retrieved passages and its citations, as SQL: built with the
+# ORM (`select_related`, the review mark's subquery) their compilation cost 4.3 ms of CPU a
+# page, their running a few tenths. A citation's passage comes with it only when the
+# response did not retrieve it: the retrieved list already holds its 2 KB text.
+RESPONSE_FOR_CASE = f"""
+SELECT {RESPONSE.sql}, {CASE.sql}, {EXPECTATION.sql},
+       {LATEST_REVIEW_COMPLETE_SQL.format(response="x")}
+  FROM replay_response x
+  JOIN evidence_case k ON k.id = x.case_id
+  JOIN evidence_expectation e ON e.id = x.expectation_id
+ WHERE x.run_id = %s AND k.case_id = %s
+"""
+RETRIEVED = f"""
+SELECT {RETRIEVAL.sql}, {PASSAGE.sql}
+  FROM replay_retrieval t
+  JOIN evidence_passage p ON p.id = t.passage_id
+ WHERE t.response_id = %s
+ ORDER BY t.rank
+"""
+CITATIONS = f"""
+SELECT {CITATION.sql}, {PASSAGE.sql}
+  FROM replay_citation c
+  LEFT JOIN evidence_passage p ON p.id = c.passage_id AND NOT EXISTS (
+       SELECT 1 FROM replay_retrieval t
+        WHERE t.response_id = c.response_id AND t.passage_id = c.passage_id)
+ WHERE c.response_id = %s
+ ORDER BY c.position
+"""
+
+
+def _response_rows(*, run: Run, case_id: str) -> tuple[Response, list[Retrieval], list[Citation]]:
+    """The case's response (with its case, expectation and review mark), what it retrieved
+    and what it cited, each with its passage: three queries, or 404."""
+    with prepared_cursor() as cursor:
+        cursor.execute(RESPONSE_FOR_CASE, [run.pk, case_id])
+        row = cursor.fetchone()
+        if row is None:
+            raise Http404("No such case in this run.")
+        response, case, expectation = instances(row, RESPONSE, CASE, EXPECTATION)
+        response.review_complete = row[-1]
+        response.run, response.case, response.expectation = run, case, expectation
+        cursor.execute(RETRIEVED, [response.pk])
+        retrieved = []
+        for row in cursor.fetchall():
+            retrieval, passage = instances(row, RETRIEVAL, PASSAGE)
+            retrieval.passage = passage
+            retrieved.append(retrieval)
+        cursor.execute(CITATIONS, [response.pk])
+        rows = cursor.fetchall()
+    passages = {row.passage_id: row.passage for row in retrieved}
+    citations = []
+    for row in rows:
+        citation = CITATION.build(row)
+        citation.passage = passages.get(citation.passage_id) or PASSAGE.build(row, len(CITATION))
+        citations.append(citation)
+    return response, retrieved, citations
+
+
 class Chain(NamedTuple):
     """A claim and its chain as a card is built from, newest first: model rows, or lines
     (`lines`: the current claim revision only, and the columns a compact card shows)."""
 
     claim: Claim | ClaimLine
     revisions: list[ClaimRevision] | list[RevisionLine]
-    verdicts: list[VerdictRevision] | list[VerdictLine]
+    verdicts: list[AnyVerdict]
     lines: bool = False
 
 
@@ -328,7 +428,7 @@ SELECT v.id, v.claim_id, v.seq, v.sha256, v.author_id, v.annotator, v.origin, v.
 
 def _lines(*, response_id: int, whole: Collection[str]) -> list[Chain]:
     """The response's claims in order, each as lines, but those of `whole` as model rows."""
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(CURRENT_REVISIONS, [response_id])
         claims = cursor.fetchall()
         cursor.execute(VERDICT_LINES, [response_id])
@@ -439,32 +539,63 @@ def _card(
     )
 
 
-def review_card(*, run: Run, claim: Claim, membership: Membership) -> Card:
+CLAIM_REVISION = Columns(ClaimRevision, "cr")
+VERDICT = Columns(VerdictRevision, "v", raw=("citation_relevance",))  # VerdictRecord's
+# A card's own rows, as SQL (compiling them with the ORM cost more CPU than running them):
+# its verdicts, newest first, and the passages its claim cites, each with whether the
+# response retrieved it. Each probes an index: (claim, seq), (snapshot, ref).
+CARD_VERDICTS = f"""
+SELECT {VERDICT.sql} FROM cards_verdictrevision v WHERE v.claim_id = %s ORDER BY v.seq DESC
+"""
+CARD_REVISIONS = f"""
+SELECT {CLAIM_REVISION.sql} FROM cards_claimrevision cr WHERE cr.claim_id = %s ORDER BY cr.seq DESC
+"""
+CARD_PASSAGES = f"""
+SELECT {PASSAGE.sql}, EXISTS (
+       SELECT 1 FROM replay_retrieval t WHERE t.response_id = %s AND t.passage_id = p.id)
+  FROM evidence_passage p
+ WHERE p.snapshot_id = %s AND p.ref IN ({{refs}})
+"""
+MARKERS = """
+SELECT c.start, c."end", p.ref
+  FROM replay_citation c JOIN evidence_passage p ON p.id = c.passage_id
+ WHERE c.response_id = %s AND c.start IS NOT NULL
+ ORDER BY c.position
+"""
+
+
+def review_card(
+    *, run: Run, claim: Claim, membership: Membership,
+    revisions: list[ClaimRevision] | None = None,
+) -> Card:  # fmt: skip
     """One card of a case, whole, from its own rows in a fixed number of queries.
 
     What a compact card loads and what a verdict save answers with: never the whole
-    page. `claim` comes with its response and case (`claim_for`). Its hints and re-review
-    flag are the page's (cards.prechecks reads only the claim's passages and whether the
-    response retrieved them); blind review hides the same.
+    page. `claim` comes with its response and case, and `revisions` (newest first) when
+    the caller read them already (`claim_for_member`). Its hints and re-review flag are
+    the page's (cards.prechecks reads only the claim's passages and whether the response
+    retrieved them); blind review hides the same.
     """
     response = claim.response
     response.run = run  # already loaded, with its project and snapshot
-    revisions = list(ClaimRevision.objects.filter(claim_id=claim.pk).order_by("-seq"))
-    verdicts = list(VerdictRevision.objects.filter(claim_id=claim.pk).order_by("-seq"))
-    refs = revisions[0].citations
-    # The claim's passages, each with whether this response retrieved it: one query.
-    passages = (
-        {
-            p.ref: p
-            for p in Passage.objects.filter(snapshot_id=run.snapshot_id, ref__in=refs).annotate(
-                retrieved=Exists(
-                    Retrieval.objects.filter(response_id=response.pk, passage_id=OuterRef("pk"))
-                )
-            )
-        }
-        if refs
-        else {}
-    )
+    with prepared_cursor() as cursor:
+        if revisions is None:
+            cursor.execute(CARD_REVISIONS, [claim.pk])
+            revisions = [CLAIM_REVISION.build(row) for row in cursor.fetchall()]
+        cursor.execute(CARD_VERDICTS, [claim.pk])
+        verdicts = [VerdictRecord(*values) for values in VERDICT.values_of(cursor.fetchall())]
+        refs = revisions[0].citations
+        passages: dict[str, Passage] = {}
+        retrieved: set[str] = set()
+        if refs:
+            # The claim's passages, each with whether this response retrieved it: one query.
+            sql = CARD_PASSAGES.format(refs=", ".join(["%s"] * len(refs)))
+            cursor.execute(sql, [response.pk, run.snapshot_id, *refs])
+            for row in cursor.fetchall():
+                passage = PASSAGE.build(row)
+                passages[passage.ref] = passage
+                if row[-1]:
+                    retrieved.add(passage.ref)
     clock = sightings(run=run, response_ids=[response.pk])  # verdicts per annotator: one query
     blind = hidden_from(membership, sightings=clock, response_id=response.pk)
     card = _card(
@@ -477,7 +608,6 @@ def review_card(*, run: Run, claim: Claim, membership: Membership) -> Card:
     card.full = True
     revision = card.revision
     if not card.withdrawn:
-        retrieved = {ref for ref, passage in passages.items() if passage.retrieved}
         facts = ResponseFacts(
             answer=response.text, marker_spans=[], cited_refs=[], retrieved=[],
             passages={ref: _facts(p) for ref, p in passages.items()}, relevant_refs=[],
@@ -487,12 +617,9 @@ def review_card(*, run: Run, claim: Claim, membership: Membership) -> Card:
     drifted = _drifted_refs(run=run, refs=set(refs))
     card.rereview = [(ref, drifted[ref]) for ref in refs if drifted.get(ref)]
     if not card.withdrawn and not refs and revision.spans:
-        markers = [
-            (start, end, ref)
-            for start, end, ref in response.citations.exclude(start=None).values_list(
-                "start", "end", "passage__ref"
-            )
-        ]
+        with prepared_cursor() as cursor:
+            cursor.execute(MARKERS, [response.pk])
+            markers = cursor.fetchall()
         card.offered_refs = refs_for_spans(response.text, markers, revision.spans)
     return card
 
@@ -525,19 +652,57 @@ def citable_refs(*, response: Response, among: Iterable[str]) -> set[str]:
     )
 
 
-def claim_for(*, run: Run, case_id: str, key: str) -> tuple[Claim, ClaimRevision]:
-    """One claim of a case, with its response and case, and its current revision (for a
-    save or one card, without the whole page)."""
-    # One query: the newest revision, its claim, response and case joined (a save's hot path).
-    revision = (
-        ClaimRevision.objects.select_related("claim__response__case")
-        .filter(claim__response__run=run, claim__response__case__case_id=case_id, claim__key=key)
-        .order_by("-seq")
-        .first()
-    )
-    if revision is None:
+CLAIM = Columns(Claim, "cl")
+# The viewer's membership, the run, and the claim with its response, case and every
+# revision (newest first, one row each), in one statement: what a card and a save open
+# with. The access rule of replay.selectors.run_for_member (no membership, no row: 404),
+# and the unique indexes (project, slug), (project, run_id), (run, case), (response, key),
+# (claim, seq).
+CLAIM_FOR_MEMBER = f"""
+SELECT {RUN.sql}, {PROJECT.sql}, {SNAPSHOT.sql}, {MEMBERSHIP.sql},
+       {RESPONSE.sql}, {CASE.sql}, {CLAIM.sql}, {CLAIM_REVISION.sql}
+  FROM replay_run r
+  JOIN evidence_project p ON p.id = r.project_id
+  JOIN evidence_snapshot s ON s.id = r.snapshot_id
+  JOIN evidence_membership m ON m.project_id = p.id AND m.user_id = %s
+  JOIN replay_response x ON x.run_id = r.id
+  JOIN evidence_case k ON k.id = x.case_id
+  JOIN cards_claim cl ON cl.response_id = x.id
+  JOIN cards_claimrevision cr ON cr.claim_id = cl.id
+ WHERE p.slug = %s AND r.run_id = %s AND k.case_id = %s AND cl.key = %s
+ ORDER BY cr.seq DESC
+"""
+
+
+class ClaimOfMember(NamedTuple):
+    membership: Membership
+    run: Run
+    claim: Claim  # with its response and case
+    revisions: list[ClaimRevision]  # newest first: the current one is revisions[0]
+
+
+def claim_for_member(
+    *, user: AbstractBaseUser, slug: str, run_id: str, case_id: str, key: str
+) -> ClaimOfMember:
+    """One claim of a case for a member of its project, without the whole page: 404 for an
+    outsider (as `run_for_member`), and for a claim that is not of this case. One query."""
+    with prepared_cursor() as cursor:
+        cursor.execute(CLAIM_FOR_MEMBER, [user.pk, slug, run_id, case_id, key])
+        rows = cursor.fetchall()
+    if not rows:
         raise Http404("No such claim.")
-    return revision.claim, revision
+    run, project, snapshot, membership, response, case, claim = instances(
+        rows[0], RUN, PROJECT, SNAPSHOT, MEMBERSHIP, RESPONSE, CASE, CLAIM
+    )
+    run.project = membership.project = project
+    run.snapshot, membership.user = snapshot, user
+    response.run, response.case = run, case
+    claim.response = response
+    at = len(rows[0]) - len(CLAIM_REVISION)
+    revisions = [CLAIM_REVISION.build(row, at) for row in rows]
+    for revision in revisions:
+        revision.claim = claim
+    return ClaimOfMember(membership, run, claim, revisions)
 
 
 def answer_pieces(

@@ -162,8 +162,20 @@ TEMPLATES = [
 ]
 
 DATABASES = {"default": database_from_url(os.environ.get("DATABASE_URL"))}
+# The review pages' hand-written statements are prepared on PostgreSQL, planned once per
+# connection (evidence.rows.prepared_cursor). Off behind a pooler that cannot keep a
+# connection's prepared statements (PgBouncer in transaction mode before 1.21).
+DB_PREPARED_STATEMENTS = env_bool("DB_PREPARED_STATEMENTS", True)
+# Rendered fragments of the case page each process keeps (cards.views.card_cache): one per
+# compact card, verdict, history entry and form, keyed by content hashes. A case of 30
+# claims judged a few times each needs several hundred; Django's default cache, where they
+# were, holds 300 and dropped a third when full, so every save rendered its card's rows again.
+FRAGMENT_CACHE_ENTRIES = env_int("FRAGMENT_CACHE_ENTRIES", 20_000)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
+# Django's ModelBackend but for the read of the logged-in user on each request (SQL, not
+# the ORM). Only this one: a second backend would check a wrong password twice.
+AUTHENTICATION_BACKENDS = ["evidence.auth.UserBackend"]
 AUTH_PASSWORD_VALIDATORS = [
     {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
     {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
@@ -218,6 +230,9 @@ SECURE_CONTENT_TYPE_NOSNIFF = True
 SECURE_REFERRER_POLICY = "same-origin"
 X_FRAME_OPTIONS = "DENY"
 SESSION_COOKIE_HTTPONLY = True
+# Sessions in the database, as Django's own engine keeps them (logout and deletion end a
+# session at once), read with a statement written as SQL: every request reads one.
+SESSION_ENGINE = "evidence.sessions"
 # Production (DEBUG off, outside the tests, whose client speaks plain http) is HTTPS
 # only by default: secure cookies, a redirect to https and HSTS. Each is switchable, for
 # a server run over plain http on a private address (the browser tests, benchmarks).

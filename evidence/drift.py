@@ -13,6 +13,7 @@ from django.db import connection
 from django.db.models import Count, F, OuterRef, QuerySet, Subquery
 
 from evidence.models import Passage, Snapshot
+from evidence.rows import prepared_cursor
 
 
 def drifted_from(
@@ -67,7 +68,7 @@ def newer_drift(*, project_id: int, snapshot_id: int, refs: Collection[str]) -> 
     if not refs:
         return {}
     sql = NEWER_DRIFT.format(refs=", ".join(["%s"] * len(refs)))
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(sql, [snapshot_id, project_id, snapshot_id, *refs])
         rows = cursor.fetchall()
     drifted: dict[str, str] = {}

@@ -3,13 +3,11 @@
 from __future__ import annotations
 
 from django.contrib.auth.models import AbstractBaseUser
-from django.db.models import F
 from django.http import Http404
 
-from evidence.models import Membership, Project
+from evidence.models import Membership, Project, Snapshot
+from evidence.rows import Columns, instances, prepared_cursor
 from replay.models import Run
-
-MEMBER_FIELDS = ("id", "role", "in_rotation", "created_at")
 
 
 def run_for_project(*, project: Project, run_id: str) -> Run:
@@ -20,6 +18,23 @@ def run_for_project(*, project: Project, run_id: str) -> Run:
     return run
 
 
+RUN, PROJECT, SNAPSHOT, MEMBERSHIP = (
+    Columns(Run, "r"), Columns(Project, "p"), Columns(Snapshot, "s"), Columns(Membership, "m"),
+)  # fmt: skip
+# The membership and the run in one statement, for every review request (the case page, a
+# card, a save). SQL, not the ORM: compiling the join and its annotations cost 1.4 ms of
+# CPU a request, running it 0.1 ms. Served by the unique (project, run_id) and
+# (project, user) indexes.
+RUN_FOR_MEMBER = f"""
+SELECT {RUN.sql}, {PROJECT.sql}, {SNAPSHOT.sql}, {MEMBERSHIP.sql}
+  FROM replay_run r
+  JOIN evidence_project p ON p.id = r.project_id
+  JOIN evidence_snapshot s ON s.id = r.snapshot_id
+  JOIN evidence_membership m ON m.project_id = p.id AND m.user_id = %s
+ WHERE p.slug = %s AND r.run_id = %s
+"""
+
+
 def run_for_member(*, user: AbstractBaseUser, slug: str, run_id: str) -> tuple[Membership, Run]:
     """The user's membership of project `slug` and its run `run_id`, in one query.
 
@@ -27,18 +42,13 @@ def run_for_member(*, user: AbstractBaseUser, slug: str, run_id: str) -> tuple[M
     pages that every review request opens with (the case page, a card, a save): 404 for
     an outsider, as there, and for a run that is not the project's.
     """
-    run = (
-        Run.objects.select_related("project", "snapshot")
-        .filter(run_id=run_id, project__slug=slug, project__memberships__user=user)
-        .annotate(**{f"member_{f}": F(f"project__memberships__{f}") for f in MEMBER_FIELDS})
-        .first()
-    )
-    if run is None:
+    with prepared_cursor() as cursor:
+        cursor.execute(RUN_FOR_MEMBER, [user.pk, slug, run_id])
+        row = cursor.fetchone()
+    if row is None:
         raise Http404("No such project or run.")
-    membership = Membership.from_db(
-        run._state.db,
-        ["project_id", "user_id", *MEMBER_FIELDS],
-        [run.project_id, user.pk, *(getattr(run, f"member_{name}") for name in MEMBER_FIELDS)],
-    )
-    membership.project, membership.user = run.project, user
+    run, project, snapshot, membership = instances(row, RUN, PROJECT, SNAPSHOT, MEMBERSHIP)
+    run.project = membership.project = project
+    run.snapshot = snapshot
+    membership.user = user
     return membership, run

@@ -19,6 +19,7 @@ from django.db import connection
 
 from cards.models import Claim, ClaimRevision, VerdictRevision
 from evidence.models import Membership
+from evidence.rows import prepared_cursor
 
 BLANK = re.compile(r"^\s*$")
 
@@ -80,7 +81,7 @@ def lock_claim_row(claim_pk: int) -> None:
     """
     if not connection.features.has_select_for_update:
         return
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute("SELECT 1 FROM cards_claim WHERE id = %s FOR UPDATE", [claim_pk])
         if cursor.fetchone() is None:
             raise Claim.DoesNotExist("No such claim.")

@@ -7,7 +7,7 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
-from django.db import connection, transaction
+from django.db import transaction
 from django.utils import timezone
 
 from cards.chain import verdict_revision
@@ -23,6 +23,7 @@ from cards.models import (
 from cards.rules import association_problem, default_association
 from cards.services.guards import BLANK, ChainHead, StaleCard, lock_claim_row, refuse_non_member
 from evidence.models import Membership
+from evidence.rows import insert, prepared_cursor
 
 
 @transaction.atomic
@@ -99,7 +100,7 @@ def verdict_save(
         supersedes_id=state["mine_id"], supersedes_seq=state["mine_seq"],
         created_at=timezone.now(), prev_sha256=head.sha256,
     )  # fmt: skip
-    return VerdictRevision.objects.create(claim=claim, **sealed.row)
+    return insert(VerdictRevision(claim=claim, **sealed.row))
 
 
 # What a verdict needs to know about a locked claim, in one statement: the newest claim
@@ -142,7 +143,7 @@ STATE_NAMES = (
 
 def _chain_state(*, claim_pk: int, author: AbstractBaseUser, origin: str) -> dict[str, Any] | None:
     """The row of CHAIN_STATE for a claim, by name; None when there is no such claim."""
-    with connection.cursor() as cursor:
+    with prepared_cursor() as cursor:
         cursor.execute(CHAIN_STATE, {"claim": claim_pk, "author": author.pk, "origin": origin})
         row = cursor.fetchone()
     if row is None:

@@ -1,25 +1,80 @@
-"""The case page's fragment cache: compact cards, the answer and the passages section, each
-keyed by the hashes of what it shows (append-only rows sealed by SHA-256: never stale)."""
+"""The case page's fragment cache: compact cards, the answer, the passages section, a whole
+card's rows and forms, each keyed by the hashes of what it shows (append-only rows sealed by
+SHA-256: never stale).
+
+The fragments are kept in this process (`Fragments`), not in Django's cache: a key names its
+content, so no process needs another's entries and none can be stale, and a card of a claim
+judged hundreds of times looks up two fragments per verdict on every save, where Django's
+local-memory cache checked each key and unpickled each value.
+"""
 
 from __future__ import annotations
 
 import functools
 import hashlib
+import threading
+from collections import OrderedDict
+from collections.abc import Iterable
 
-from django.core.cache import cache
+from django.conf import settings
 from django.template.loader import get_template, render_to_string
 from django.utils.safestring import mark_safe
 
+from cards.labels import SUPPORT_KEYS
 from cards.selectors import (
     Card,
 )
 
 
+class Fragments:
+    """Rendered fragments by key, the least recently used dropped past `max_entries`."""
+
+    def __init__(self, max_entries: int):
+        self.max_entries = max_entries
+        self._entries: OrderedDict[str, str] = OrderedDict()
+        self._lock = threading.Lock()  # a threaded server's requests share the process
+
+    def get(self, key: str) -> str | None:
+        return self.get_many([key]).get(key)
+
+    def get_many(self, keys: Iterable[str]) -> dict[str, str]:
+        found = {}
+        with self._lock:
+            for key in keys:
+                html = self._entries.get(key)
+                if html is not None:
+                    self._entries.move_to_end(key)
+                    found[key] = html
+        return found
+
+    def set(self, key: str, html: str) -> None:
+        self.set_many({key: html})
+
+    def set_many(self, fragments: dict[str, str]) -> None:
+        with self._lock:
+            self._entries.update(fragments)
+            for key in fragments:
+                self._entries.move_to_end(key)
+            while len(self._entries) > self.max_entries:
+                self._entries.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+# 1–2 KB each (a passages section 45 KB): some 30 MB per process when full.
+fragments = Fragments(settings.FRAGMENT_CACHE_ENTRIES)
+# The templates the cached fragments come from.
+TEMPLATES = ("cards/review.html", "cards/_verdict_form.html", "replay/_passage.html")
+
+
 @functools.cache
 def _template_version() -> str:
-    """The page template's own hash: a deploy that changes a card never serves an old one."""
-    source = get_template("cards/review.html").template.source
-    return hashlib.sha256(source.encode()).hexdigest()[:12]
+    """The fragments' templates' own hash: a deploy that changes a card never serves an old
+    one."""
+    sources = [get_template(name).template.source for name in TEMPLATES]
+    return hashlib.sha256("\0".join(sources).encode()).hexdigest()[:12]
 
 
 def _digest(kind: str, *parts) -> str:
@@ -52,9 +107,10 @@ def compact_cards(context: dict) -> dict:
     Thirty compact cards were half the time of the case page; most are unchanged from
     one load to the next. The whole card is never cached (forms carry a CSRF token).
     """
-    compact = [card for card in context["page"].cards if not card.full]
+    cards = context["page"].cards
+    compact = [card for card in cards if not card.full]
     keys = {card.claim.pk: _compact_key(card, context) for card in compact}
-    found = cache.get_many(keys.values())
+    found = fragments.get_many(keys.values())
     fresh = {}
     for card in compact:
         key = keys[card.claim.pk]
@@ -63,46 +119,90 @@ def compact_cards(context: dict) -> dict:
                 "cards/review.html#card", {**context, "card": card}
             )
         card.html = mark_safe(found[key])  # our template's own output, escaped there
-    cache.set_many(fresh, timeout=24 * 3600)
+    fragments.set_many(fresh)
+    if len(compact) == len(cards):  # all compact: joined here, not in a loop of the template
+        context["cards_html"] = mark_safe("".join([card.html for card in cards]))
+    return context
+
+
+def query_and_help(context: dict) -> dict:
+    """The page's query panel (keyed by its expectation's hash) and its help on diagnoses
+    and keys (the same on every page), from the cache."""
+    expectation = context["expectation"]
+    keys = {
+        "query_html": _digest("review-query", expectation.pk, expectation.sha256),
+        "help_html": _digest("review-help"),
+    }
+    found = fragments.get_many(keys.values())
+    for name, key in keys.items():
+        if key not in found:
+            partial = name.removesuffix("_html")
+            found[key] = render_to_string(f"cards/review.html#{partial}", context)
+            fragments.set(key, found[key])
+        context[name] = mark_safe(found[key])  # our template's own output, escaped there
     return context
 
 
 def whole_rows(card: Card) -> Card:
     """A whole card's verdicts and history entries, each rendered once and then from the
-    cache: a row is sealed by its hash, and only the flags beside it change its HTML.
+    cache, joined: a row is sealed by its hash, and only the flags beside it change its HTML.
 
     A card shows every verdict of its claim twice (the list and the history): on a claim
-    judged again and again, rendering them grew with every save.
+    judged again and again, rendering them grew with every save, and so did looking each
+    up (the key is the row's own hash, not a hash of it) and looping over them in the
+    template (they are joined here).
     """
-    keys = {
-        **{
-            (0, i): _digest("review-verdict", v.sha256, v.pk in card.informed)
-            for i, v in enumerate(card.verdicts)
-        },
-        **{
-            (1, i): _digest(
-                "review-history", e.kind, e.row.sha256, e.superseded, e.informed, card.blind
-            )
-            for i, e in enumerate(card.history)
-        },
-    }  # fmt: skip
-    found = cache.get_many(keys.values())
+    version, blind = _template_version(), f"{card.blind:d}"
+    informed = card.informed
+    verdicts = [f"review-verdict:{version}:{v.sha256}:{v.pk in informed:d}" for v in card.verdicts]
+    history = [
+        f"review-history:{version}:{e.kind}:{e.row.sha256}:{e.superseded:d}{e.informed:d}{blind}"
+        for e in card.history
+    ]
+    found = fragments.get_many(verdicts + history)
     fresh = {}
-    for (kind, i), key in keys.items():
-        if key not in found:
-            context = (
-                {"v": card.verdicts[i], "card": card}
-                if kind == 0
-                else {"entry": card.history[i], "card": card}
+    for keys, rows, partial, name in (
+        (verdicts, card.verdicts, "verdict-item", "v"),
+        (history, card.history, "history-entry", "entry"),
+    ):
+        for key, row in zip(keys, rows, strict=True):
+            if key not in found:
+                context = {name: row, "card": card}
+                found[key] = fresh[key] = render_to_string(f"cards/review.html#{partial}", context)
+    if fresh:
+        fragments.set_many(fresh)
+    # Each part is our template's own output, escaped there.
+    card.verdicts_html = mark_safe("".join([found[key] for key in verdicts]))
+    card.history_html = mark_safe("".join([found[key] for key in history]))
+    return card
+
+
+def form_bodies(card: Card) -> Card:
+    """A whole card's verdict forms, all but their CSRF token and hidden inputs, from the
+    cache when a form shows nothing typed (a refused one, bound to what was posted, is
+    rendered afresh).
+
+    Keyed by every value the body shows: the claim's key (its ids), the button, whether
+    the claim cites anything, the support, diagnosis, contradiction and relevance chosen.
+    A save answers with its card: its form was two thirds of rendering it.
+    """
+    for form, label in ((card.form, "Save"), (card.adjudicate_form, "Adjudicate")):
+        if form is None or form.is_bound:
+            continue
+        key = _digest(
+            "verdict-form", card.claim.key, label, bool(card.revision.citations),
+            form["support"].value(), form["diagnosis"].value(), form["contradicts"].value(),
+            [(ref, field.value()) for ref, field in form.relevance_fields()],
+            form["reason"].value(), form["note"].value(), SUPPORT_KEYS,
+        )  # fmt: skip
+        html = fragments.get(key)
+        if html is None:
+            context = {"form": form, "card": card, "action_label": label}
+            html = render_to_string(
+                "cards/_verdict_form.html#body", {**context, "support_keys": SUPPORT_KEYS}
             )
-            partial = "verdict-item" if kind == 0 else "history-entry"
-            found[key] = fresh[key] = render_to_string(f"cards/review.html#{partial}", context)
-        html = mark_safe(found[key])  # our template's own output, escaped there
-        if kind == 0:
-            card.verdicts[i].html = html
-        else:
-            card.history[i].html = html
-    cache.set_many(fresh, timeout=24 * 3600)
+            fragments.set(key, html)
+        form.body_html = mark_safe(html)  # our template's own output, escaped there
     return card
 
 
@@ -126,10 +226,10 @@ def passages_section(context: dict) -> dict:
         [_shown(p) for p in page.cited_only], sorted(page.cited_refs),
         sorted(page.relevant_refs), sorted(page.expected_refs),
     )  # fmt: skip
-    html = cache.get(key)
+    html = fragments.get(key)
     if html is None:
         html = render_to_string("cards/review.html#passages", context)
-        cache.set(key, html, timeout=24 * 3600)
+        fragments.set(key, html)
     context["passages_html"] = mark_safe(html)  # our template's own output, escaped there
     return context
 
@@ -149,9 +249,9 @@ def answer_section(context: dict) -> dict:
          for p in page.pieces],
         [(c.marker, c.passage.ref) for c in page.unplaced_citations],
     )  # fmt: skip
-    html = cache.get(key)
+    html = fragments.get(key)
     if html is None:
         html = render_to_string("cards/review.html#answer", context)
-        cache.set(key, html, timeout=24 * 3600)
+        fragments.set(key, html)
     context["answer_html"] = mark_safe(html)  # our template's own output, escaped there
     return context

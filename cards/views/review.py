@@ -24,7 +24,7 @@ from django_htmx.http import reswap, retarget, trigger_client_event
 from cards.forms import ClaimAddForm, ClaimReviseForm, VerdictForm
 from cards.selectors import (
     ReviewPage,
-    claim_for,
+    claim_for_member,
     review_card,
     review_page,
 )
@@ -33,7 +33,12 @@ from cards.services.guards import StaleCard
 from cards.services.reviews import response_mark_complete
 from cards.services.verdicts import verdict_save
 from cards.suggestions import SuggestedClaim
-from cards.views.card_cache import answer_section, compact_cards, passages_section
+from cards.views.card_cache import (
+    answer_section,
+    compact_cards,
+    passages_section,
+    query_and_help,
+)
 from cards.views.review_context import (
     add_errors,
     card_context,
@@ -46,7 +51,6 @@ from cards.views.review_context import (
     page_context,
     page_of,
     refusal_of,
-    run_of,
     suggestion_rows,
     take_kept,
     typed_form,
@@ -70,7 +74,7 @@ def case_detail(request: HtmxHttpRequest, slug: str, run_id: str, case_id: str) 
     if shown:
         page.card(shown)  # 404 for a claim not of this case
     context = page_context(page, kept=kept, only=shown or None)
-    context = answer_section(passages_section(compact_cards(context)))
+    context = query_and_help(answer_section(passages_section(compact_cards(context))))
     return render(request, "cards/review.html", context)
 
 
@@ -79,12 +83,13 @@ def card_detail(
     request: HtmxHttpRequest, slug: str, run_id: str, case_id: str, key: str
 ) -> HttpResponse:
     """One card whole, from its own rows: what a compact card loads on focus or click."""
-    membership, run = run_of(request, slug, run_id)
-    claim, _ = claim_for(run=run, case_id=case_id, key=key)
+    membership, run, claim, revisions = claim_for_member(
+        user=request.user, slug=slug, run_id=run_id, case_id=case_id, key=key
+    )
     if not request.htmx:
         url = reverse("case_detail", args=[slug, run_id, case_id])
         return redirect(f"{url}?{urlencode({'card': key})}#card-{key}")  # the page, it whole
-    card = review_card(run=run, claim=claim, membership=membership)
+    card = review_card(run=run, claim=claim, membership=membership, revisions=revisions)
     card_forms(card, membership, None)
     return render(request, "cards/review.html#card", card_context(card, membership))
 
@@ -268,9 +273,10 @@ def _card_answer(
 def verdict_add(
     request: HtmxHttpRequest, slug: str, run_id: str, case_id: str, key: str
 ) -> HttpResponse:
-    membership, run = run_of(request, slug, run_id)
-    claim, revision = claim_for(run=run, case_id=case_id, key=key)  # not the whole page yet
-    form = VerdictForm(request.POST, refs=revision.citations)
+    membership, run, claim, revisions = claim_for_member(
+        user=request.user, slug=slug, run_id=run_id, case_id=case_id, key=key
+    )  # not the whole page yet
+    form = VerdictForm(request.POST, refs=revisions[0].citations)
     status, message, errors, saved = 200, "", {}, None
     if form.is_valid():
         data = form.cleaned_data
@@ -307,8 +313,13 @@ def verdict_add(
             keep_typed(request, claim.response_id, action="verdict", key=key, errors=errors,
                   message=message)  # fmt: skip
         return redirect(reverse("case_detail", args=[slug, run_id, case_id]) + f"#card-{key}")
-    # Only the saved card, from its own rows: the page around it is as it was.
-    card = review_card(run=run, claim=claim, membership=membership)
+    # Only the saved card, from its own rows: the page around it is as it was. The claim's
+    # revisions read before the save are its chain's when the save went through against
+    # the current one (the service checks it under the claim's lock); a refusal may be
+    # for a rewrite since: then they are read again.
+    if saved is None or revisions[0].seq != form.cleaned_data["seen_claim_seq"]:
+        revisions = None
+    card = review_card(run=run, claim=claim, membership=membership, revisions=revisions)
     submitted = None
     if status != 200:
         # The fresh card, with what the person typed kept, so nothing is lost.

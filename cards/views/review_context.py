@@ -20,7 +20,7 @@ from cards.selectors import (
 )
 from cards.services.guards import StaleCard
 from cards.suggestions import SuggestedClaim, suggestions_for
-from cards.views.card_cache import whole_rows
+from cards.views.card_cache import form_bodies, whole_rows
 from evidence.http import HtmxHttpRequest
 from evidence.models import Membership
 from replay.models import Run
@@ -179,6 +179,7 @@ def card_forms(card: Card, membership: Membership, submitted: VerdictForm | None
     card.adjudicate_form = None
     if membership.can_lead and (card.disagree or adjudicating):
         card.adjudicate_form = submitted if adjudicating else verdict_form(card, adjudicate=True)
+    form_bodies(card)
 
 
 def card_context(card: Card, membership: Membership, **extra) -> dict:

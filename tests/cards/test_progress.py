@@ -3,9 +3,15 @@
 from __future__ import annotations
 
 import pytest
+from django.db import connection
 
 from cards.models import Origin, ResponseReview
-from cards.progress import is_reviewed, responses_for_run, reviewed_condition
+from cards.progress import (
+    LATEST_REVIEW_COMPLETE_SQL,
+    is_reviewed,
+    responses_for_run,
+    reviewed_condition,
+)
 from replay.models import Run
 from tests.conftest import bundle_bytes, import_bytes
 
@@ -64,3 +70,27 @@ def test_the_database_filter_says_what_the_python_rule_says(project, lead):
         if is_reviewed(complete=r.review_complete, abstained=r.abstained, text=r.text)
     }
     assert in_sql == in_python == {"done", "silent"}
+
+
+def test_the_review_mark_written_as_sql_reads_what_the_orm_expression_reads(project, lead):
+    lines = [RUN, PASSAGE]
+    for case_id in ("never", "done", "reopened", "redone"):
+        lines += _response(case_id, "An answer.")
+    import_bytes(bundle_bytes(*lines))
+    run = Run.objects.get(run_id="r")
+    by_case = {r.case.case_id: r for r in responses_for_run(run=run)}
+    marks = {"done": [True], "reopened": [True, False], "redone": [True, False, True]}
+    for case_id, completes in marks.items():
+        for complete in completes:
+            ResponseReview.objects.create(
+                response=by_case[case_id], complete=complete, author=lead,
+                annotator=lead.username, origin=Origin.REVIEW,
+            )  # fmt: skip
+    in_orm = {r.case.case_id: bool(r.review_complete) for r in responses_for_run(run=run)}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT k.case_id, " + LATEST_REVIEW_COMPLETE_SQL.format(response="x")
+            + " FROM replay_response x JOIN evidence_case k ON k.id = x.case_id"
+        )  # fmt: skip
+        in_sql = {case_id: bool(complete) for case_id, complete in cursor.fetchall()}
+    assert in_sql == in_orm == {"never": False, "done": True, "reopened": False, "redone": True}

@@ -5,9 +5,11 @@ from __future__ import annotations
 import re
 
 import pytest
-from django.core.cache import cache
 
+from cards.models import VerdictRevision
+from cards.selectors import VerdictRecord
 from cards.services.claims import claim_revise
+from cards.views.card_cache import fragments
 from tests.cards.conftest import case_url, judge, page_for
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
@@ -122,8 +124,36 @@ def test_a_cached_compact_card_shows_a_new_verdict_at_once(
 def test_the_cached_page_is_the_page_rendered_afresh(client, claim, reviewer):
     client.force_login(reviewer)
     url = case_url("q017-r3", "Q-017")
-    cache.clear()
+    fragments.clear()
     fresh = client.get(url).content.decode()
     cached = client.get(url).content.decode()
     masked = [re.sub(r"\b[A-Za-z0-9]{64}\b", "TOKEN", html) for html in (fresh, cached)]
     assert masked[0] == masked[1]  # but for the CSRF tokens
+
+
+def test_a_whole_card_from_cached_fragments_is_the_card_rendered_afresh(
+    client, claim, reviewer, second_reviewer, lead
+):
+    judge(claim, reviewer, "supported", "Alice.")
+    judge(claim, second_reviewer, "unsupported", "Bob.")
+    client.force_login(lead)  # a lead's card has two forms: the verdict and the adjudication
+    fragments.clear()
+    fresh = whole_card(client, claim.key)
+    cached = whole_card(client, claim.key)
+    masked = [re.sub(r"\b[A-Za-z0-9]{64}\b", "TOKEN", html) for html in (fresh, cached)]
+    assert masked[0] == masked[1]  # but for the CSRF tokens
+    assert "Adjudicate (lead)" in cached and cached.count('class="verdict-form"') == 2
+
+
+def test_a_cached_verdict_form_shows_the_verdict_saved_since(client, claim, reviewer):
+    client.force_login(reviewer)
+    assert "checked" not in whole_card(client, claim.key).split('name="support"')[1][:40]
+    judge(claim, reviewer, "partial", "Alice.")
+    card = whole_card(client, claim.key)
+    assert '<input type="radio" name="support" value="partial" checked' in card
+
+
+def test_a_verdict_record_has_the_fields_of_a_verdict_revision_in_their_order():
+    names = [f.attname for f in VerdictRevision._meta.concrete_fields]
+    fields = [name.removesuffix("_json") for name in VerdictRecord._fields]
+    assert fields == ["pk", *names[1:]] and names[0] == "id"
