@@ -67,7 +67,7 @@ def rezip(files: dict[str, bytes]) -> bytes:
         for name, data in files.items():
             info = zipfile.ZipInfo(name, date_time=ZIP_TIME)
             info.compress_type = zipfile.ZIP_DEFLATED
-            info.compress_level = 6
+            info.compress_level = 1
             info.create_system = 3
             info.external_attr = 0o644 << 16
             if name in ("manifest.json", "anchor.json"):
