@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import itertools
+import operator
 from collections.abc import Iterator
 
 from django.db.models import Exists, OuterRef, Q
 
 from audit.package import CHUNK, AuditExportError, Package
+from cards.metrics import Lockstep
 from cards.models import ClaimRevision
 from evidence.canonical import text_sha256
 from evidence.fields import as_text, decoded
@@ -102,19 +105,36 @@ def passage_rows(*, package: Package) -> Iterator[dict]:
 def collect_claim_passages(*, package: Package) -> None:
     """Passages a claim cites although no response of the runs retrieved or cited them.
 
-    Usually none: only these ids are kept, not every passage's.
+    Usually none, so only their ids are kept. Each claim's refs are first set against what
+    its own response retrieved or marked (three streams, in response order); only the rest,
+    usually nothing, is looked up (sending 50,000 refs as query parameters took 3 s).
     """
     for run in package.runs:
-        refs: set[str] = set()
-        for cited in (
+        retrieved = Lockstep(
+            Retrieval.objects.filter(response__run=run)
+            .order_by("response_id")
+            .values_list("response_id", "passage__ref")
+            .iterator(chunk_size=CHUNK)
+        )
+        marked = Lockstep(
+            Citation.objects.filter(response__run=run)
+            .order_by("response_id")
+            .values_list("response_id", "passage__ref")
+            .iterator(chunk_size=CHUNK)
+        )
+        claims = (
             ClaimRevision.objects.filter(claim__response__run=run)
             .exclude(citations=[])
-            .order_by()  # no ordering column in the DISTINCT
-            .values_list(as_text("citations"), flat=True)
-            .distinct()
+            .order_by("claim__response_id")
+            .values_list("claim__response_id", as_text("citations"))
             .iterator(chunk_size=CHUNK)
-        ):
-            refs.update(decoded(cited))
+        )
+        refs: set[str] = set()
+        for response_id, rows in itertools.groupby(claims, key=operator.itemgetter(0)):
+            own = {ref for _, ref in retrieved.take(response_id)}
+            own.update(ref for _, ref in marked.take(response_id))
+            for _, cited in rows:
+                refs.update(ref for ref in decoded(cited) if ref not in own)
         named = Exists(
             Retrieval.objects.filter(passage_id=OuterRef("pk"), response__run__in=package.runs)
         ) | Exists(
