@@ -458,15 +458,24 @@ def _lines(*, response_id: int, whole: Collection[str]) -> list[Chain]:
     full: dict[str, Chain] = {}
     if ids := [pk for pk, key, *_ in claims if key in set(whole)]:
         # Two more queries for the cards shown whole: every revision of their chains.
+        marks = ", ".join(["%s"] * len(ids))
+        with prepared_cursor() as cursor:
+            cursor.execute(WHOLE_REVISIONS.format(ids=marks), ids)
+            revision_rows = cursor.fetchall()
+            cursor.execute(WHOLE_VERDICTS.format(ids=marks), ids)
+            verdict_rows = VERDICT.values_of(cursor.fetchall())
         revisions: dict[int, list[ClaimRevision]] = {pk: [] for pk in ids}
-        for row in ClaimRevision.objects.filter(claim_id__in=ids).select_related("claim"):
-            revisions[row.claim_id].append(row)
-        rows: dict[int, list[VerdictRevision]] = {pk: [] for pk in ids}
-        for row in VerdictRevision.objects.filter(claim_id__in=ids).order_by("-seq"):
-            rows[row.claim_id].append(row)
+        owners: dict[int, Claim] = {}
+        for row in revision_rows:  # newest first
+            revision, claim = instances(row, CLAIM_REVISION, CLAIM)
+            revision.claim = owners.setdefault(claim.pk, claim)
+            revisions[claim.pk].append(revision)
+        rows: dict[int, list[VerdictRecord]] = {pk: [] for pk in ids}
+        for values in verdict_rows:
+            verdict = VerdictRecord(*values)
+            rows[verdict.claim_id].append(verdict)
         for pk in ids:
-            chain = sorted(revisions[pk], key=lambda row: row.seq, reverse=True)
-            full[chain[0].claim.key] = Chain(chain[0].claim, chain, rows[pk])
+            full[owners[pk].key] = Chain(owners[pk], revisions[pk], rows[pk])
     chains = []
     for pk, key, seq, sha, text, kind, spans, citations, withdrawn in claims:
         if key in full:
@@ -653,6 +662,17 @@ def citable_refs(*, response: Response, among: Iterable[str]) -> set[str]:
 
 
 CLAIM = Columns(Claim, "cl")
+# The chains of the cards a page shows whole (`_lines`), newest first: each claim revision
+# with its claim, and every verdict as a `VerdictRecord`. By the (claim, seq) indexes.
+WHOLE_REVISIONS = f"""
+SELECT {CLAIM_REVISION.sql}, {CLAIM.sql}
+  FROM cards_claimrevision cr JOIN cards_claim cl ON cl.id = cr.claim_id
+ WHERE cr.claim_id IN ({{ids}})
+ ORDER BY cr.claim_id, cr.seq DESC
+"""
+WHOLE_VERDICTS = f"""
+SELECT {VERDICT.sql} FROM cards_verdictrevision v WHERE v.claim_id IN ({{ids}}) ORDER BY v.seq DESC
+"""
 # The viewer's membership, the run, and the claim with its response, case and every
 # revision (newest first, one row each), in one statement: what a card and a save open
 # with. The access rule of replay.selectors.run_for_member (no membership, no row: 404),
