@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/review_bench.py                 # 3 repetitions of 5 s per figure
     .venv/bin/python bench/review_bench.py --profile       # also cProfile both views in-process
-    .venv/bin/python bench/review_bench.py --worker-class gthread --threads 4
+    .venv/bin/python bench/review_bench.py --worker-class sync --workers 3
 
 A benchmark, not a test: it prints figures (medians of repetitions, and ratios
 to a floor measured in the same run) and asserts nothing about time.
@@ -16,16 +16,16 @@ What it does:
    claims × (1 claim revision + 5 verdict revisions)). Eight reviewers, two
    leads (and one warm-up user) become members of the project and log in over
    HTTP; their session and CSRF cookies are what the load clients send.
-2. Serves the project with gunicorn (2 sync workers, `config.wsgi:application`,
-   DEBUG=0, manifest static files collected into a temporary directory,
-   persistent database connections as in `config/settings.py`), with the
-   settings of `bench/floor_settings.py`: the project's own plus the floor
-   views of `bench/floor.py`. Sync workers, because the views are CPU-bound and
-   the machine has 2 cores: a thread more per worker adds GIL hand-offs and a
-   database connection, not CPU. They close the connection after each response,
-   so every request costs a loopback TCP handshake (tens of µs, outside wrk's
-   latency, which starts when the request is written); `--worker-class gthread`
-   keeps connections alive instead.
+2. Serves the project with gunicorn (2 gthread workers of 4 threads, keeping
+   connections alive; `config.wsgi:application`, DEBUG=0, manifest static files
+   collected into a temporary directory, persistent database connections as in
+   `config/settings.py`), with the settings of `bench/floor_settings.py`: the
+   project's own plus the floor views of `bench/floor.py`. Threads, although
+   the views are mostly CPU: a save also waits on PostgreSQL (its COMMIT), and
+   a sync worker closes the connection after each response, so every request
+   cost a new connection. Measured on the 2-core machine (docs/performance.md),
+   both the floor save and the verdict save ran about twice as many saves a
+   second this way as with 2, 3 or 4 sync workers (`--worker-class sync`).
 3. Drives it with `wrk` (C, one event loop per thread: it takes little of the
    2 cores the server needs) on loopback, one connection per client, each
    client logged in as its own reviewer:
@@ -168,7 +168,7 @@ def measure(
                 copy = f"{DB}_save"
                 with pg.scratch(copy, template=DB):
                     with gunicorn(server_env(pg, copy, static_root), **server_args) as server:
-                        # Warm both workers on the save path with a user the load does not use.
+                        # Warm the workers on the save path with a user the load does not use.
                         for key in fixture.claims[:20]:
                             fetch(server, "GET", case_path(), cookies=warm)
                             status, sizes["save"] = save_once(server, fixture, warm, key)
@@ -352,7 +352,7 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=3, help="repetitions per figure")
     parser.add_argument("--duration", type=int, default=5, help="seconds per wrk run")
     parser.add_argument("--clients", type=int, nargs="+", default=[2, 8])
-    parser.add_argument("--worker-class", choices=["sync", "gthread"], default="sync")
+    parser.add_argument("--worker-class", choices=["sync", "gthread"], default="gthread")
     parser.add_argument("--threads", type=int, default=4, help="gthread threads per worker")
     parser.add_argument("--workers", type=int, default=2, help="gunicorn worker processes")
     parser.add_argument("--profile", action="store_true", help="cProfile both views too")
