@@ -25,7 +25,8 @@ What it does:
    a sync worker closes the connection after each response, so every request
    cost a new connection. Measured on the 2-core machine (docs/performance.md),
    both the floor save and the verdict save ran about twice as many saves a
-   second this way as with 2, 3 or 4 sync workers (`--worker-class sync`).
+   second this way as with 2, 3 or 4 sync workers (`--worker-class sync`). The
+   workers switch threads every 0.5 ms, not Python's 5 (`bench/review_gunicorn.py`).
 3. Drives it with `wrk` (C, one event loop per thread: it takes little of the
    2 cores the server needs) on loopback, one connection per client, each
    client logged in as its own reviewer:
@@ -137,9 +138,15 @@ def measure(
     log = work / "gunicorn.log"
     server_args = {
         "log": log, "worker_class": args.worker_class, "threads": args.threads,
-        "workers": args.workers,
+        "workers": args.workers, "config": Path(__file__).with_name("review_gunicorn.py"),
     }  # fmt: skip
-    with gunicorn(server_env(pg, DB, static_root), **server_args) as server:
+
+    def served(db: str) -> dict[str, str]:
+        return server_env(pg, db, static_root) | {
+            "REVIEW_BENCH_SWITCH_INTERVAL": str(args.switch_interval)
+        }
+
+    with gunicorn(served(DB), **server_args) as server:
         sessions = [login(server, name, PASSWORD) for name in fixture.usernames]
         leads = [login(server, name, PASSWORD) for name in fixture.leads]
         warm = login(server, WARMUP_USER, PASSWORD)
@@ -167,7 +174,7 @@ def measure(
                 claims = fixture.claims if scenario == "spread" else fixture.claims[:1]
                 copy = f"{DB}_save"
                 with pg.scratch(copy, template=DB):
-                    with gunicorn(server_env(pg, copy, static_root), **server_args) as server:
+                    with gunicorn(served(copy), **server_args) as server:
                         # Warm the workers on the save path with a user the load does not use.
                         for key in fixture.claims[:20]:
                             fetch(server, "GET", case_path(), cookies=warm)
@@ -230,7 +237,8 @@ def report(args: argparse.Namespace, figures: Figures) -> None:
     }
     print(
         f"\nMedians of {n} repetitions of {args.duration} s each "
-        f"(gunicorn {args.worker_class}, {args.workers} workers; wrk, 1 connection per client)\n"
+        f"(gunicorn {args.worker_class}, {args.workers} workers, GIL switch interval "
+        f"{args.switch_interval} ms; wrk, 1 connection per client)\n"
     )
     if pages:
         print(
@@ -355,6 +363,10 @@ def main() -> None:
     parser.add_argument("--worker-class", choices=["sync", "gthread"], default="gthread")
     parser.add_argument("--threads", type=int, default=4, help="gthread threads per worker")
     parser.add_argument("--workers", type=int, default=2, help="gunicorn worker processes")
+    parser.add_argument(
+        "--switch-interval", type=float, default=0.5,
+        help="the workers' GIL switch interval in ms (0.5; Python's default is 5)",
+    )  # fmt: skip
     parser.add_argument("--profile", action="store_true", help="cProfile both views too")
     parser.add_argument(
         "--parts", nargs="*", choices=["pages", "saves", "breakdown"],
