@@ -45,9 +45,10 @@ class Server:
 @contextmanager
 def gunicorn(
     env: dict[str, str], *, log: Path, worker_class: str = "sync", threads: int = 4,
-    workers: int = 2,
+    workers: int = 2, config: Path | None = None,
 ) -> Iterator[Server]:  # fmt: skip
-    """`config.wsgi` served by gunicorn `workers` on a free loopback port, until the block ends."""
+    """`config.wsgi` served by gunicorn `workers` on a free loopback port, until the block
+    ends; `config` is a gunicorn settings file (`-c`)."""
     binary = Path(sys.executable).parent / "gunicorn"
     if not binary.exists():
         sys.exit(f"{binary} is missing: .venv/bin/pip install gunicorn")
@@ -57,6 +58,8 @@ def gunicorn(
         "--bind", f"127.0.0.1:{port}", "--workers", str(workers), "--worker-class", worker_class,
         "--log-level", "warning", "--error-logfile", str(log),
     ]  # fmt: skip
+    if config is not None:
+        command += ["-c", str(config)]
     if worker_class == "gthread":
         command += ["--threads", str(threads), "--keep-alive", "5"]
     with log.open("ab") as sink:

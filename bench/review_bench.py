@@ -2,7 +2,7 @@
 
     .venv/bin/python bench/review_bench.py                 # 3 repetitions of 5 s per figure
     .venv/bin/python bench/review_bench.py --profile       # also cProfile both views in-process
-    .venv/bin/python bench/review_bench.py --worker-class gthread --threads 4
+    .venv/bin/python bench/review_bench.py --worker-class sync --workers 3
 
 A benchmark, not a test: it prints figures (medians of repetitions, and ratios
 to a floor measured in the same run) and asserts nothing about time.
@@ -16,16 +16,17 @@ What it does:
    claims × (1 claim revision + 5 verdict revisions)). Eight reviewers, two
    leads (and one warm-up user) become members of the project and log in over
    HTTP; their session and CSRF cookies are what the load clients send.
-2. Serves the project with gunicorn (2 sync workers, `config.wsgi:application`,
-   DEBUG=0, manifest static files collected into a temporary directory,
-   persistent database connections as in `config/settings.py`), with the
-   settings of `bench/floor_settings.py`: the project's own plus the floor
-   views of `bench/floor.py`. Sync workers, because the views are CPU-bound and
-   the machine has 2 cores: a thread more per worker adds GIL hand-offs and a
-   database connection, not CPU. They close the connection after each response,
-   so every request costs a loopback TCP handshake (tens of µs, outside wrk's
-   latency, which starts when the request is written); `--worker-class gthread`
-   keeps connections alive instead.
+2. Serves the project with gunicorn (2 gthread workers of 4 threads, keeping
+   connections alive; `config.wsgi:application`, DEBUG=0, manifest static files
+   collected into a temporary directory, persistent database connections as in
+   `config/settings.py`), with the settings of `bench/floor_settings.py`: the
+   project's own plus the floor views of `bench/floor.py`. Threads, although
+   the views are mostly CPU: a save also waits on PostgreSQL (its COMMIT), and
+   a sync worker closes the connection after each response, so every request
+   cost a new connection. Measured on the 2-core machine (docs/performance.md),
+   both the floor save and the verdict save ran about twice as many saves a
+   second this way as with 2, 3 or 4 sync workers (`--worker-class sync`). The
+   workers switch threads every 0.5 ms, not Python's 5 (`bench/review_gunicorn.py`).
 3. Drives it with `wrk` (C, one event loop per thread: it takes little of the
    2 cores the server needs) on loopback, one connection per client, each
    client logged in as its own reviewer:
@@ -137,9 +138,15 @@ def measure(
     log = work / "gunicorn.log"
     server_args = {
         "log": log, "worker_class": args.worker_class, "threads": args.threads,
-        "workers": args.workers,
+        "workers": args.workers, "config": Path(__file__).with_name("review_gunicorn.py"),
     }  # fmt: skip
-    with gunicorn(server_env(pg, DB, static_root), **server_args) as server:
+
+    def served(db: str) -> dict[str, str]:
+        return server_env(pg, db, static_root) | {
+            "REVIEW_BENCH_SWITCH_INTERVAL": str(args.switch_interval)
+        }
+
+    with gunicorn(served(DB), **server_args) as server:
         sessions = [login(server, name, PASSWORD) for name in fixture.usernames]
         leads = [login(server, name, PASSWORD) for name in fixture.leads]
         warm = login(server, WARMUP_USER, PASSWORD)
@@ -167,8 +174,8 @@ def measure(
                 claims = fixture.claims if scenario == "spread" else fixture.claims[:1]
                 copy = f"{DB}_save"
                 with pg.scratch(copy, template=DB):
-                    with gunicorn(server_env(pg, copy, static_root), **server_args) as server:
-                        # Warm both workers on the save path with a user the load does not use.
+                    with gunicorn(served(copy), **server_args) as server:
+                        # Warm the workers on the save path with a user the load does not use.
                         for key in fixture.claims[:20]:
                             fetch(server, "GET", case_path(), cookies=warm)
                             status, sizes["save"] = save_once(server, fixture, warm, key)
@@ -230,7 +237,8 @@ def report(args: argparse.Namespace, figures: Figures) -> None:
     }
     print(
         f"\nMedians of {n} repetitions of {args.duration} s each "
-        f"(gunicorn {args.worker_class}, {args.workers} workers; wrk, 1 connection per client)\n"
+        f"(gunicorn {args.worker_class}, {args.workers} workers, GIL switch interval "
+        f"{args.switch_interval} ms; wrk, 1 connection per client)\n"
     )
     if pages:
         print(
@@ -352,9 +360,13 @@ def main() -> None:
     parser.add_argument("--reps", type=int, default=3, help="repetitions per figure")
     parser.add_argument("--duration", type=int, default=5, help="seconds per wrk run")
     parser.add_argument("--clients", type=int, nargs="+", default=[2, 8])
-    parser.add_argument("--worker-class", choices=["sync", "gthread"], default="sync")
+    parser.add_argument("--worker-class", choices=["sync", "gthread"], default="gthread")
     parser.add_argument("--threads", type=int, default=4, help="gthread threads per worker")
     parser.add_argument("--workers", type=int, default=2, help="gunicorn worker processes")
+    parser.add_argument(
+        "--switch-interval", type=float, default=0.5,
+        help="the workers' GIL switch interval in ms (0.5; Python's default is 5)",
+    )  # fmt: skip
     parser.add_argument("--profile", action="store_true", help="cProfile both views too")
     parser.add_argument(
         "--parts", nargs="*", choices=["pages", "saves", "breakdown"],

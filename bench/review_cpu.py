@@ -3,6 +3,7 @@ shared machine.
 
     .venv/bin/python bench/review_cpu.py                  # 200 requests of each
     .venv/bin/python bench/review_cpu.py --runs 50 --profile page
+    .venv/bin/python bench/review_cpu.py --chain 10,100,300,600   # a save, its card growing
 
 The case of `bundles.review_bundle()` (20 passages × 2 KB, 30 claims × 5 verdicts) on a
 fresh PostgreSQL database ($REVIEW_CPU_DB, `evidence_review_cpu`), DEBUG off, through
@@ -87,6 +88,10 @@ def main() -> None:
     parser.add_argument("--runs", type=int, default=200, help="requests of each (200)")
     parser.add_argument("--profile", choices=["page", "save", "card"], help="cProfile one")
     parser.add_argument("--keep", action="store_true", help="keep the database")
+    parser.add_argument(
+        "--chain", type=lambda text: [int(n) for n in text.split(",")],
+        help="instead: a save on one claim at these chain lengths (e.g. 10,100,300,600)",
+    )  # fmt: skip
     args = parser.parse_args()
     log(f"code: {code_state()}")
     pg = Postgres()
@@ -163,6 +168,9 @@ def measure(args: argparse.Namespace) -> None:
         fn = {"page": page, "save": save, "card": card}[args.profile]
         profile(fn, args.runs)
         return
+    if args.chain:
+        chain(lambda: save(one=True), keys[0], args.chain)
+        return
     figures = {
         "case page, reviewer": cpu_ms(page, args.runs),
         "case page, lead": cpu_ms(lambda: page("lead"), args.runs),
@@ -177,6 +185,25 @@ def measure(args: argparse.Namespace) -> None:
     for name, (ms, server_ms, queries) in figures.items():
         server = "      —" if server_ms is None else f"{server_ms:7.2f}"
         print(f"  {ms:7.2f}  {server}  {queries:3d}  {name}")
+
+
+def chain(save: Callable[[], object], key: str, lengths: list[int]) -> None:
+    """CPU-ms of a save on one claim as its chain grows: a whole card lists every verdict."""
+    from cards.models import VerdictRevision
+
+    verdicts = VerdictRevision.objects.filter(
+        claim__key=key, claim__response__run__run_id=REVIEW_RUN_ID
+    )
+    print("verdicts on the claim   Django CPU-ms (median of 10 saves)")
+    for length in lengths:
+        while verdicts.count() < length - 10:
+            save()
+        samples = []
+        for _ in range(10):
+            started = time.process_time()
+            save()
+            samples.append((time.process_time() - started) * 1000)
+        print(f"  {length:5d}  {statistics.median(samples):7.2f}")
 
 
 if __name__ == "__main__":
