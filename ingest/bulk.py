@@ -108,25 +108,7 @@ class RowWriter:
         column_list = ", ".join(
             connection.ops.quote_name(model._meta.get_field(name).column) for name in names
         )
-        with connection.cursor() as cursor:
-            if self.vendor == "postgresql":
-                # Django does not wrap COPY: map psycopg's errors to Django's ourselves.
-                with (
-                    connection.wrap_database_errors,
-                    cursor.copy(f"COPY {table} ({column_list}) FROM STDIN") as copy,
-                ):
-                    for row in rows:
-                        copy.write_row(row)
-            else:
-                adapt = connection.ops.adapt_datetimefield_value
-                prepared = [
-                    [adapt(v) if isinstance(v, datetime) else v for v in row] for row in rows
-                ]
-                marks = ", ".join(["%s"] * len(names))
-                cursor.executemany(
-                    f"INSERT INTO {table} ({column_list}) VALUES ({marks})",  # noqa: S608
-                    prepared,
-                )
+        load_rows(table, column_list, len(names), rows)
         self.rows_by_table[table] = self.rows_by_table.get(table, 0) + len(rows)
 
     def analyze_after_commit(self, *, threshold: int = 5000) -> None:
@@ -145,3 +127,25 @@ class RowWriter:
                 cursor.execute(f"ANALYZE {', '.join(grown)}")
 
         transaction.on_commit(analyze)
+
+
+def load_rows(table: str, column_list: str, width: int, rows: Sequence[Sequence[Any]]) -> None:
+    """Load `rows` into `table`'s columns `column_list` (already quoted): COPY on PostgreSQL,
+    one `executemany` of INSERTs on SQLite (datetimes adapted as Django would)."""
+    with connection.cursor() as cursor:
+        if connection.vendor == "postgresql":
+            # Django does not wrap COPY: map psycopg's errors to Django's ourselves.
+            with (
+                connection.wrap_database_errors,
+                cursor.copy(f"COPY {table} ({column_list}) FROM STDIN") as copy,
+            ):
+                for row in rows:
+                    copy.write_row(row)
+        else:
+            adapt = connection.ops.adapt_datetimefield_value
+            prepared = [[adapt(v) if isinstance(v, datetime) else v for v in row] for row in rows]
+            marks = ", ".join(["%s"] * width)
+            cursor.executemany(
+                f"INSERT INTO {table} ({column_list}) VALUES ({marks})",  # noqa: S608
+                prepared,
+            )

@@ -22,7 +22,7 @@ from typing import Any, NamedTuple
 
 from django.db import IntegrityError, connection, transaction
 
-from ingest.bulk import rows_by_key
+from ingest.bulk import load_rows, rows_by_key
 
 # Named so no table of the schema is shadowed (PostgreSQL looks in pg_temp first).
 TABLES = {
@@ -116,21 +116,7 @@ class Seen:
             return
         self._create()
         columns = _columns(table)
-        column_list = ", ".join(columns)
-        with connection.cursor() as cursor:
-            if connection.vendor == "postgresql":
-                with (
-                    connection.wrap_database_errors,
-                    cursor.copy(f"COPY {table} ({column_list}) FROM STDIN") as copy,
-                ):
-                    for row in rows:
-                        copy.write_row(row)
-            else:
-                marks = ", ".join(["%s"] * len(columns))
-                cursor.executemany(
-                    f"INSERT INTO {table} ({column_list}) VALUES ({marks})",  # noqa: S608
-                    rows,
-                )
+        load_rows(table, ", ".join(columns), len(columns), rows)
 
     # --- the tables ---------------------------------------------------------------------
 
