@@ -195,14 +195,10 @@ def form_bodies(card: Card) -> Card:
             [(ref, field.value()) for ref, field in form.relevance_fields()],
             form["reason"].value(), form["note"].value(), SUPPORT_KEYS,
         )  # fmt: skip
-        html = fragments.get(key)
-        if html is None:
-            context = {"form": form, "card": card, "action_label": label}
-            html = render_to_string(
-                "cards/_verdict_form.html#body", {**context, "support_keys": SUPPORT_KEYS}
-            )
-            fragments.set(key, html)
-        form.body_html = mark_safe(html)  # our template's own output, escaped there
+        form.body_html = _rendered(
+            key, "cards/_verdict_form.html#body",
+            {"form": form, "card": card, "action_label": label, "support_keys": SUPPORT_KEYS},
+        )  # fmt: skip
     return card
 
 
@@ -226,11 +222,7 @@ def passages_section(context: dict) -> dict:
         [_shown(p) for p in page.cited_only], sorted(page.cited_refs),
         sorted(page.relevant_refs), sorted(page.expected_refs),
     )  # fmt: skip
-    html = fragments.get(key)
-    if html is None:
-        html = render_to_string("cards/review.html#passages", context)
-        fragments.set(key, html)
-    context["passages_html"] = mark_safe(html)  # our template's own output, escaped there
+    context["passages_html"] = _rendered(key, "cards/review.html#passages", context)
     return context
 
 
@@ -249,9 +241,14 @@ def answer_section(context: dict) -> dict:
          for p in page.pieces],
         [(c.marker, c.passage.ref) for c in page.unplaced_citations],
     )  # fmt: skip
+    context["answer_html"] = _rendered(key, "cards/review.html#answer", context)
+    return context
+
+
+def _rendered(key: str, template: str, context: dict) -> str:
+    """The fragment cached under `key`, or `template` rendered with `context` and kept."""
     html = fragments.get(key)
     if html is None:
-        html = render_to_string("cards/review.html#answer", context)
+        html = render_to_string(template, context)
         fragments.set(key, html)
-    context["answer_html"] = mark_safe(html)  # our template's own output, escaped there
-    return context
+    return mark_safe(html)  # our template's own output, escaped there
