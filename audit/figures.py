@@ -19,7 +19,7 @@ def metrics_chunks(*, package: Package, run: Run) -> Iterator[bytes]:
     totals = Totals()
     hints = package.hints.setdefault(run.pk, {})
     yield b'{"per_response":['
-    for i, (figures, _) in enumerate(iter_response_figures(run=run, source=source)):
+    for i, figures in enumerate(iter_response_figures(run=run, source=source)):
         totals.add(figures)
         if figures["prechecks"]["claims"]:
             hints[figures["case_id"]] = figures["prechecks"]["claims"]

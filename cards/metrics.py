@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import itertools
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from django.db.models import Case, F, Q, Value, When
@@ -34,18 +34,6 @@ from replay.models import Citation, Response, Retrieval, Run
 CHUNK = 2000
 # Responses whose passages are read together (iter_response_figures).
 BATCH = 1000
-
-
-@dataclass
-class ResponseDetail:
-    """What a comparison needs beyond the figures (kept only when asked for)."""
-
-    expectation_id: int
-    answer: str
-    claims: list[ClaimState]
-    cited: set[str]
-    relevant: list[str]
-    facts: list[dict]
 
 
 def _grouped(rows: Iterator[tuple], key_index: int = 0) -> Iterator[tuple[Any, list[tuple]]]:
@@ -76,7 +64,6 @@ class RunFigures:
     source: Source
     per_response: list[dict[str, Any]]
     totals: dict[str, Any]
-    details: dict[str, ResponseDetail] = field(default_factory=dict)  # by case_id, on request
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -91,24 +78,17 @@ def run_metrics(
     *,
     run: Run,
     source: Source = Source(),  # noqa: B008
-    keep_details: bool = False,
 ) -> RunFigures:
     """Every figure of metrics.md for every response of the run, and the run totals."""
-    per_response, details, totals = [], {}, Totals()
-    for figures, detail in iter_response_figures(
-        run=run, source=source, keep_details=keep_details
-    ):
+    per_response, totals = [], Totals()
+    for figures in iter_response_figures(run=run, source=source):
         per_response.append(figures)
         totals.add(figures)
-        if detail is not None:
-            details[figures["case_id"]] = detail
-    return RunFigures(run.run_id, source, per_response, totals.result(), details)
+    return RunFigures(run.run_id, source, per_response, totals.result())
 
 
-def iter_response_figures(
-    *, run: Run, source: Source, keep_details: bool = False
-) -> Iterator[tuple[dict[str, Any], ResponseDetail | None]]:
-    """Each response's figures (and, when asked, what a comparison needs), one at a time.
+def iter_response_figures(*, run: Run, source: Source) -> Iterator[dict[str, Any]]:
+    """Each response's figures, one at a time.
 
     The responses are read in batches of BATCH, with the passages they need (what they
     retrieved or marked, what their claims cite, and which of those drifted): memory does
@@ -121,7 +101,6 @@ def iter_response_figures(
         .values_list(
             "pk",
             "case__case_id",
-            "expectation_id",
             "text",
             "abstained",
             "review_complete",
@@ -233,7 +212,7 @@ def iter_response_figures(
             )
         )
         for (
-            (pk, case_id, expectation_id, text, abstained, complete, facts, relevant, gaps),
+            (pk, case_id, text, abstained, complete, facts, relevant, gaps),
             claim_list,
             ranked_ids,
             cited_rows,
@@ -265,17 +244,7 @@ def iter_response_figures(
                     ],
                 )
             )
-            detail = None
-            if keep_details:
-                detail = ResponseDetail(
-                    expectation_id=expectation_id,
-                    answer=text,
-                    claims=claim_list,
-                    cited={passages[pid].ref for _, pid, _, _ in cited_rows},
-                    relevant=relevant,
-                    facts=facts,
-                )
-            yield {"case_id": case_id, **figures, "prechecks": hints.as_dict()}, detail
+            yield {"case_id": case_id, **figures, "prechecks": hints.as_dict()}
 
 
 def _batch_passages(run: Run, read: list[tuple]) -> dict[int, PassageFacts]:

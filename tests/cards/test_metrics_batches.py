@@ -25,21 +25,20 @@ def cross_cited() -> list[dict]:
     return lines
 
 
-def every_figure(*, keep_details: bool = False) -> dict:
+def every_figure() -> dict:
     figures = {}
     for run in Run.objects.order_by("run_id"):
         for source in (Source(), Source("consensus")):
-            result = run_metrics(run=run, source=source, keep_details=keep_details)
-            figures[run.run_id, source.label] = (result.as_json(), result.details)
+            figures[run.run_id, source.label] = run_metrics(run=run, source=source).as_json()
     return figures
 
 
 @pytest.mark.parametrize("batch", [1, 2])
 def test_the_figures_read_in_small_batches_are_those_read_at_once(demo_runs, batch, monkeypatch):
     import_bytes(bundle_bytes(*cross_cited()))
-    at_once = every_figure(keep_details=True)
+    at_once = every_figure()
     monkeypatch.setattr(cards.metrics, "BATCH", batch)
-    assert every_figure(keep_details=True) == at_once
+    assert every_figure() == at_once
 
 
 def test_a_claim_citing_another_cases_passage_reads_that_passages_numbers(project, monkeypatch):
