@@ -171,6 +171,8 @@ DB_PREPARED_STATEMENTS = env_bool("DB_PREPARED_STATEMENTS", True)
 # claims judged a few times each needs several hundred; Django's default cache, where they
 # were, holds 300 and dropped a third when full, so every save rendered its card's rows again.
 FRAGMENT_CACHE_ENTRIES = env_int("FRAGMENT_CACHE_ENTRIES", 20_000)
+# Responses whose frozen rows (retrieved passages, citations) a process keeps: ~60 KB each.
+FROZEN_ROWS_ENTRIES = env_int("FROZEN_ROWS_ENTRIES", 500)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Django's ModelBackend but for the read of the logged-in user on each request (SQL, not

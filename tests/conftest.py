@@ -29,6 +29,7 @@ from django.test import override_settings
 from hypothesis import settings as hypothesis_settings
 from psycopg import pq
 
+from cards.selectors import frozen_rows
 from evidence.models import Project, Role
 from evidence.services import membership_set, project_create
 from ingest.services import ImportSummary, bundle_import
@@ -194,6 +195,13 @@ def _prepared_data(request) -> None:
         request.getfixturevalue("prepared_data").switch(request.node)
         # Keys of cached pages hold row ids and import times, which repeat after a rollback.
         cache.clear()
+
+
+@pytest.fixture(autouse=True)
+def _frozen_rows() -> None:
+    """Each test starts with no frozen rows kept: a rolled-back test's ids come back in the
+    next one with other rows (never so outside tests: the database refuses to delete them)."""
+    frozen_rows.clear()
 
 
 @pytest.hookimpl(tryfirst=True)

@@ -12,9 +12,6 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import threading
-from collections import OrderedDict
-from collections.abc import Iterable
 
 from django.conf import settings
 from django.template.loader import get_template, render_to_string
@@ -24,43 +21,11 @@ from cards.labels import SUPPORT_KEYS
 from cards.selectors import (
     Card,
 )
+from evidence.recent import Recent
 
 
-class Fragments:
-    """Rendered fragments by key, the least recently used dropped past `max_entries`."""
-
-    def __init__(self, max_entries: int):
-        self.max_entries = max_entries
-        self._entries: OrderedDict[str, str] = OrderedDict()
-        self._lock = threading.Lock()  # a threaded server's requests share the process
-
-    def get(self, key: str) -> str | None:
-        return self.get_many([key]).get(key)
-
-    def get_many(self, keys: Iterable[str]) -> dict[str, str]:
-        found = {}
-        with self._lock:
-            for key in keys:
-                html = self._entries.get(key)
-                if html is not None:
-                    self._entries.move_to_end(key)
-                    found[key] = html
-        return found
-
-    def set(self, key: str, html: str) -> None:
-        self.set_many({key: html})
-
-    def set_many(self, fragments: dict[str, str]) -> None:
-        with self._lock:
-            self._entries.update(fragments)
-            for key in fragments:
-                self._entries.move_to_end(key)
-            while len(self._entries) > self.max_entries:
-                self._entries.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
+class Fragments(Recent[str, str]):
+    """Rendered fragments by key (HTML), the least recently used dropped past `max_entries`."""
 
 
 # 1–2 KB each (a passages section 45 KB): some 30 MB per process when full.
