@@ -210,6 +210,24 @@ def answer_section(context: dict) -> dict:
     return context
 
 
+def add_claim_body(context: dict) -> dict:
+    """The add-claim form but its CSRF token, from the cache when it shows nothing typed.
+
+    Keyed by the case it adds to (its links) and the hash of the expectation whose facts
+    and gaps it offers. Its fields, checkboxes and links were the largest part of what the
+    page rendered around the cached fragments.
+    """
+    form = context["add_form"]
+    if form.is_bound:
+        return context  # a refused add: shown with what was typed and its errors
+    key = _digest(
+        "add-claim", context["project"].slug, context["run"].run_id,
+        context["response"].case.case_id, context["expectation"].sha256,
+    )  # fmt: skip
+    context["add_claim_body"] = _rendered(key, "cards/review.html#add-claim-body", context)
+    return context
+
+
 def _rendered(key: str, template: str, context: dict) -> str:
     """The fragment cached under `key`, or `template` rendered with `context` and kept."""
     html = fragments.get(key)

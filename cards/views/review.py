@@ -34,6 +34,7 @@ from cards.services.reviews import response_mark_complete
 from cards.services.verdicts import verdict_save
 from cards.suggestions import SuggestedClaim
 from cards.views.card_cache import (
+    add_claim_body,
     answer_section,
     compact_cards,
     passages_section,
@@ -75,7 +76,7 @@ def case_detail(request: HtmxHttpRequest, slug: str, run_id: str, case_id: str) 
         page.card(shown)  # 404 for a claim not of this case
     context = page_context(page, kept=kept, only=shown or None)
     context = query_and_help(answer_section(passages_section(compact_cards(context))))
-    return render(request, "cards/review.html", context)
+    return render(request, "cards/review.html", add_claim_body(context))
 
 
 @require_GET
