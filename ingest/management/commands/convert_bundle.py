@@ -1,0 +1,86 @@
+"""convert_bundle --from ragas|alce|jsonl-simple INPUT --out BUNDLE [--run-id …] [--snapshot …]"""
+
+from __future__ import annotations
+
+import os
+import re
+import sys
+import tempfile
+from contextlib import ExitStack
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError, CommandParser
+
+from ingest.convert import FORMATS, UNKNOWN_TIME, ConversionInvalid, convert_bundle
+from ingest.services import limits_from_settings
+
+
+def default_run_id(path: str, fmt: str) -> str:
+    """The input's file name without its extensions, as a run id (the format's name for -)."""
+    stem = Path(path).name.split(".")[0] if path != "-" else ""
+    return re.sub(r"[^A-Za-z0-9._:-]+", "-", stem).strip("-")[:100] or fmt
+
+
+class Command(BaseCommand):
+    help = "Convert a Ragas, ALCE or jsonl-simple file into an evidence bundle (JSONL)."
+
+    def add_arguments(self, parser: CommandParser) -> None:
+        parser.add_argument("--from", dest="fmt", required=True, choices=sorted(FORMATS))
+        parser.add_argument("input", help="the file to convert, .gz accepted, or - for stdin")
+        parser.add_argument("--out", required=True, help="the bundle to write, or - for stdout")
+        parser.add_argument("--run-id", help="default: the input's file name without extension")
+        parser.add_argument("--snapshot", default="", help="collection snapshot (default: FMT)")
+        parser.add_argument(
+            "--created-at", default=UNKNOWN_TIME, help=f"RFC 3339 time (default {UNKNOWN_TIME})"
+        )
+        parser.add_argument("--label", default="", help="the run's human title")
+
+    def handle(self, *args, **options) -> None:
+        fmt, path, out_path = options["fmt"], options["input"], options["out"]
+        run_id = options["run_id"] or default_run_id(path, fmt)
+        with ExitStack() as stack:
+            if path == "-":
+                source = sys.stdin.buffer
+            else:
+                try:
+                    source = stack.enter_context(open(path, "rb"))  # noqa: SIM115
+                except OSError as exc:
+                    raise CommandError(f"{path}: {exc.strerror}") from None
+            # Written beside the target and renamed when whole: a refused input leaves none.
+            target = Path(out_path).resolve() if out_path != "-" else None
+            out = (
+                stack.enter_context(
+                    tempfile.NamedTemporaryFile(  # noqa: SIM115
+                        dir=target.parent, prefix=f".{target.name}.", delete=False
+                    )
+                )
+                if target
+                else sys.stdout.buffer
+            )
+            try:
+                lines = convert_bundle(
+                    fmt=fmt,
+                    source=source,
+                    out=out,
+                    run_id=run_id,
+                    snapshot=options["snapshot"],
+                    created_at=options["created_at"],
+                    label=options["label"],
+                    limits=limits_from_settings(),
+                )
+            except ConversionInvalid as exc:
+                if target:
+                    out.close()
+                    os.unlink(out.name)
+                for line in exc.lines():
+                    self.stderr.write(line)
+                raise CommandError(
+                    f"{os.path.basename(path)}: not converted ({len(exc.problems)} problem(s))"
+                ) from None
+            except OSError as exc:
+                raise CommandError(f"{out_path}: {exc.strerror}") from None
+            if target:
+                out.close()
+                os.replace(out.name, target)
+        if target:
+            self.stdout.write(f"{run_id}: {lines} lines written to {out_path}")
