@@ -8,7 +8,10 @@ input's own line or record; the importer then checks the bundle as it checks any
 
 from __future__ import annotations
 
+import re
+import tempfile
 from collections.abc import Iterator
+from pathlib import Path
 from types import ModuleType
 from typing import IO
 
@@ -31,8 +34,12 @@ __all__ = [
     "ConversionInvalid",
     "ConvertOptions",
     "convert_bundle",
+    "converted_file",
+    "default_run_id",
     "iter_bundle_lines",
 ]
+# Held in memory up to this size, then in a temporary file.
+SPOOL_BYTES = 8 * 1024**2
 
 FORMATS: dict[str, ModuleType] = {module.FORMAT: module for module in (ragas, alce, simple)}
 
@@ -97,6 +104,27 @@ def convert_bundle(
         out.write(line)
         written += 1
     return written
+
+
+def converted_file(
+    *, fmt: str, source: IO[bytes], run_id: str, limits: Limits = DEFAULT_LIMITS, **options: str
+) -> IO[bytes]:
+    """The converted bundle in a temporary file, at its start, for the importer to read;
+    raises ConversionInvalid (a BundleInvalid, so callers of the import handle it)."""
+    spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)  # noqa: SIM115
+    try:
+        convert_bundle(fmt=fmt, source=source, out=spool, run_id=run_id, limits=limits, **options)
+    except BaseException:
+        spool.close()
+        raise
+    spool.seek(0)
+    return spool  # type: ignore[return-value]
+
+
+def default_run_id(name: str, fmt: str) -> str:
+    """A file's name without its extensions, made a run id (the format's name when empty)."""
+    stem = Path(name).name.split(".")[0]
+    return re.sub(r"[^A-Za-z0-9._:-]+", "-", stem).strip("-")[:100] or fmt
 
 
 _ = ConvertProblem  # re-exported for callers that show problems one by one

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import os
-import re
 import sys
 import tempfile
 from contextlib import ExitStack
@@ -11,14 +10,14 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from ingest.convert import FORMATS, UNKNOWN_TIME, ConversionInvalid, convert_bundle
+from ingest.convert import (
+    FORMATS,
+    UNKNOWN_TIME,
+    ConversionInvalid,
+    convert_bundle,
+    default_run_id,
+)
 from ingest.services import limits_from_settings
-
-
-def default_run_id(path: str, fmt: str) -> str:
-    """The input's file name without its extensions, as a run id (the format's name for -)."""
-    stem = Path(path).name.split(".")[0] if path != "-" else ""
-    return re.sub(r"[^A-Za-z0-9._:-]+", "-", stem).strip("-")[:100] or fmt
 
 
 class Command(BaseCommand):
@@ -37,7 +36,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         fmt, path, out_path = options["fmt"], options["input"], options["out"]
-        run_id = options["run_id"] or default_run_id(path, fmt)
+        run_id = options["run_id"] or default_run_id("" if path == "-" else path, fmt)
         with ExitStack() as stack:
             if path == "-":
                 source = sys.stdin.buffer
