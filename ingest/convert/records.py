@@ -102,7 +102,9 @@ class _Document:
 
     def fill(self) -> None:
         try:
-            data = self.stream.read(CHUNK_CHARS)
+            # As much again as the value being decoded holds so far: a long record is
+            # re-parsed a few times, not once per chunk.
+            data = self.stream.read(max(CHUNK_CHARS, len(self.buf) - self.pos))
             text = self.decoder.decode(data, final=not data)
         except UnicodeDecodeError:
             raise RecordError(f"line {self.line_at()}", "not valid UTF-8") from None
@@ -146,13 +148,14 @@ class _Document:
                     raise RecordError(where, f"not valid JSON ({exc.msg})") from None
                 end = None
             # A value that ends where the chunk ends may go on (a number cut in two).
-            if end is not None and (end < len(self.buf) or self.eof):
-                self.pos = end
-                return value
-            if len(self.buf) - self.pos > self.limits.line_bytes:
+            whole = end is not None and (end < len(self.buf) or self.eof)
+            if (end if whole else len(self.buf)) - self.pos > self.limits.line_bytes:
                 raise RecordError(
                     where, f"a record is longer than {self.limits.line_bytes:,} bytes"
                 )
+            if whole:
+                self.pos = end
+                return value
             self.fill()
 
 

@@ -88,3 +88,24 @@ def test_the_figures_page_links_each_disagreement_with_a_judge_to_its_card(
     assert "Judges against people" in content
     card = reverse("case_detail", args=["demo", "q017-r1", "Q-017"]) + "#card-C-017-2"
     assert f'href="{card}"' in content
+
+
+def test_a_converted_ragas_judge_is_held_to_a_reviewer(project, reviewer):
+    from pathlib import Path
+
+    from ingest.convert import convert_bundle
+    from replay.models import Run
+    from tests.cards.conftest import judge
+    from tests.conftest import import_bytes
+
+    sample = Path(__file__).parent.parent / "ingest" / "samples" / "ragas-result.jsonl"
+    bundle = io.BytesIO()
+    convert_bundle(fmt="ragas", source=sample.open("rb"), out=bundle, run_id="ragas-1")
+    import_bytes(bundle.getvalue())
+    for claim in Claim.objects.filter(response__run__run_id="ragas-1"):
+        judge(claim, reviewer, "supported", "The context says so.")
+    [judged] = run_agreement(run=Run.objects.get(run_id="ragas-1")).judges
+    assert judged.judge == "ragas-faithfulness"
+    assert (judged.raw.k, judged.raw.n) == (2, 3)
+    [differ] = judged.disagreeing
+    assert differ.judge[0] == "unsupported" and differ.people[:1] == ("supported",)

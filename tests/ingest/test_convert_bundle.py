@@ -253,3 +253,13 @@ def test_a_multi_turn_ragas_sample_is_not_covered():
 
 def test_an_empty_file_is_refused():
     assert problems_of("ragas", b"\n") == ["the file holds no ragas record"]
+
+
+def test_a_record_past_the_line_limit_is_refused_by_its_place():
+    small = records.Limits(line_bytes=200)
+    data = b'{"args": {}, "data": [\n{"question": "' + b"x" * 400 + b'", "output": "a"}]}'
+    with pytest.raises(ConversionInvalid) as caught:
+        convert_bundle(
+            fmt="alce", source=io.BytesIO(data), out=io.BytesIO(), run_id="r", limits=small
+        )
+    assert caught.value.lines() == ["data[0] (line 2): a record is longer than 200 bytes"]

@@ -57,3 +57,17 @@ def test_an_unknown_format_is_a_usage_error(tmp_path):
 def test_a_missing_input_is_named(tmp_path):
     with pytest.raises(CommandError, match="No such file"):
         convert("--from", "ragas", "/nonexistent.jsonl", "--out", str(tmp_path / "b"))
+
+
+def test_an_output_folder_that_does_not_exist_is_named(tmp_path):
+    target = tmp_path / "missing" / "bundle.jsonl"
+    with pytest.raises(CommandError, match="No such file"):
+        convert("--from", "ragas", str(SAMPLES / "ragas-0.1.jsonl"), "--out", str(target))
+
+
+def test_the_bundle_can_go_to_standard_output(capfdbinary):
+    call_command(
+        "convert_bundle", "--from", "ragas", str(SAMPLES / "ragas-0.1.jsonl"), "--out", "-"
+    )
+    written = capfdbinary.readouterr().out
+    assert json.loads(written.splitlines()[0])["run_id"] == "ragas-0"

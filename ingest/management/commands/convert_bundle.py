@@ -7,6 +7,7 @@ import sys
 import tempfile
 from contextlib import ExitStack
 from pathlib import Path
+from typing import IO
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
@@ -45,41 +46,45 @@ class Command(BaseCommand):
                     source = stack.enter_context(open(path, "rb"))  # noqa: SIM115
                 except OSError as exc:
                     raise CommandError(f"{path}: {exc.strerror}") from None
+            if out_path == "-":
+                lines = self.convert(options, source, sys.stdout.buffer, run_id=run_id)
+                return
             # Written beside the target and renamed when whole: a refused input leaves none.
-            target = Path(out_path).resolve() if out_path != "-" else None
-            out = (
-                stack.enter_context(
+            target = Path(out_path)
+            try:
+                out = stack.enter_context(
                     tempfile.NamedTemporaryFile(  # noqa: SIM115
                         dir=target.parent, prefix=f".{target.name}.", delete=False
                     )
                 )
-                if target
-                else sys.stdout.buffer
-            )
-            try:
-                lines = convert_bundle(
-                    fmt=fmt,
-                    source=source,
-                    out=out,
-                    run_id=run_id,
-                    snapshot=options["snapshot"],
-                    created_at=options["created_at"],
-                    label=options["label"],
-                    limits=limits_from_settings(),
-                )
-            except ConversionInvalid as exc:
-                if target:
-                    out.close()
-                    os.unlink(out.name)
-                for line in exc.lines():
-                    self.stderr.write(line)
-                raise CommandError(
-                    f"{os.path.basename(path)}: not converted ({len(exc.problems)} problem(s))"
-                ) from None
             except OSError as exc:
                 raise CommandError(f"{out_path}: {exc.strerror}") from None
-            if target:
+            try:
+                lines = self.convert(options, source, out, run_id=run_id)
+            except BaseException:
                 out.close()
-                os.replace(out.name, target)
-        if target:
-            self.stdout.write(f"{run_id}: {lines} lines written to {out_path}")
+                os.unlink(out.name)
+                raise
+            out.close()
+            os.replace(out.name, target)
+        self.stdout.write(f"{run_id}: {lines} lines written to {out_path}")
+
+    def convert(self, options: dict, source: IO[bytes], out: IO[bytes], *, run_id: str) -> int:
+        try:
+            return convert_bundle(
+                fmt=options["fmt"],
+                source=source,
+                out=out,
+                run_id=run_id,
+                snapshot=options["snapshot"],
+                created_at=options["created_at"],
+                label=options["label"],
+                limits=limits_from_settings(),
+            )
+        except ConversionInvalid as exc:
+            for line in exc.lines():
+                self.stderr.write(line)
+            name = os.path.basename(options["input"])
+            raise CommandError(f"{name}: not converted ({len(exc.problems)} problem(s))") from None
+        except OSError as exc:
+            raise CommandError(f"{options['out']}: {exc.strerror}") from None
