@@ -3,8 +3,25 @@ from __future__ import annotations
 from django import forms
 from django.conf import settings
 
+BUNDLE = "bundle"
+FORMAT_CHOICES = [
+    (BUNDLE, "Evidence bundle (evidence-bundle/1)"),
+    ("ragas", "Ragas evaluation export (JSONL), converted first"),
+    ("alce", "ALCE result file (JSON), converted first"),
+    ("jsonl-simple", "Minimal JSONL (query, answer, contexts), converted first"),
+]
+
 
 class BundleUploadForm(forms.Form):
+    source_format = forms.ChoiceField(
+        label="File format", choices=FORMAT_CHOICES, initial=BUNDLE, required=False
+    )
+    run_id = forms.RegexField(
+        label="Run id (converted files; default: the file's name)",
+        regex=r"^[A-Za-z0-9._:-]{1,100}$",
+        required=False,
+        max_length=100,
+    )
     bundle = forms.FileField(
         label="Bundle file",
         help_text="JSON Lines (evidence-bundle/1), optionally gzip-compressed.",
@@ -25,6 +42,9 @@ class BundleUploadForm(forms.Form):
             self._errors.pop("bundle", None)  # not "required": the file was cut off
             self.add_error("bundle", self.refused)
         return super().clean()
+
+    def clean_source_format(self) -> str:
+        return self.cleaned_data["source_format"] or BUNDLE
 
     def clean_bundle(self):
         bundle = self.cleaned_data["bundle"]

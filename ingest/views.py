@@ -11,8 +11,9 @@ from django_htmx.http import HttpResponseClientRedirect
 from evidence.access import membership_for
 from evidence.http import HtmxHttpRequest
 from evidence.models import Role
-from ingest.forms import BundleUploadForm
-from ingest.services import BundleInvalid, bundle_import
+from ingest.convert import converted_file, default_run_id
+from ingest.forms import BUNDLE, BundleUploadForm
+from ingest.services import BundleInvalid, bundle_import, limits_from_settings
 
 
 @require_http_methods(["GET", "POST"])
@@ -31,9 +32,18 @@ def bundle_upload(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     if request.method == "POST":
         if form.is_valid():
             upload = form.cleaned_data["bundle"]
+            fmt = form.cleaned_data["source_format"]
             try:
+                stream = upload.file
+                if fmt != BUNDLE:  # converted first; its problems name the file's records
+                    stream = converted_file(
+                        fmt=fmt,
+                        source=upload.file,
+                        run_id=form.cleaned_data["run_id"] or default_run_id(upload.name, fmt),
+                        limits=limits_from_settings(),
+                    )
                 summary = bundle_import(
-                    stream=upload.file,
+                    stream=stream,
                     project_slug=project.slug,
                     user=request.user,
                     source_name=upload.name,

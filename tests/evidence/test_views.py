@@ -238,3 +238,46 @@ def test_pages_send_a_strict_content_security_policy(client, reviewer):
     assert "script-src 'self'" in policy
     assert "unsafe-inline" not in policy
     assert "object-src 'none'" in policy
+
+
+SAMPLES = FIXTURES.parent / "tests" / "ingest" / "samples"
+
+
+def test_the_upload_page_offers_the_formats_it_converts(
+    client, lead, django_assert_max_num_queries
+):
+    client.force_login(lead)
+    with django_assert_max_num_queries(6):
+        response = client.get(reverse("bundle_upload", args=["demo"]))
+    assert b'<option value="ragas">' in response.content
+    assert b'<option value="bundle" selected>' in response.content
+
+
+def test_a_lead_uploads_a_ragas_export_converted_then_imported(client, lead):
+    client.force_login(lead)
+    data = (SAMPLES / "ragas-result.jsonl").read_bytes()
+    response = upload(client, "eval-nov.jsonl", data, source_format="ragas")
+    assert response.status_code == 302
+    assert response["Location"] == "/p/demo/runs/eval-nov/"
+    run = Run.objects.get(run_id="eval-nov")
+    assert run.responses.count() == 3
+
+
+def test_a_converted_upload_may_name_its_run(client, lead):
+    client.force_login(lead)
+    data = (SAMPLES / "alce-asqa.json").read_bytes()
+    response = upload(
+        client, "x.json", data, source_format="alce", run_id="alce-asqa-1", htmx=True
+    )
+    assert response["HX-Redirect"] == "/p/demo/runs/alce-asqa-1/"
+
+
+def test_a_refused_conversion_names_the_files_own_records_and_stores_nothing(client, lead):
+    client.force_login(lead)
+    data = b'{"query": "q", "answer": "a", "contexts": [{"text": ""}]}\n'
+    response = upload(client, "s.jsonl", data, source_format="jsonl-simple", htmx=True)
+    assert response.status_code == 400
+    assert response.context["problems"] == [
+        "line 1: /contexts/0: a context needs a non-empty text"
+    ]
+    assert Run.objects.count() == 0
