@@ -50,7 +50,7 @@ VERDICTS = {
 
 
 def _object(required: dict[str, Any], **more: Any) -> dict[str, Any]:
-    return {"type": "object", "required": list(required), "properties": required, **more}
+    return {"type": "object", "required": list(required), "properties": required} | more
 
 
 RUN_METRICS = _object(
@@ -100,7 +100,10 @@ RUN_METRICS = _object(
                 "macro": _object(
                     dict.fromkeys(
                         CLAIM_FIGURES,
-                        _object({"value": NULLABLE_NUMBER, "cases": COUNT}),
+                        # null when no case defines the figure
+                        _object(
+                            {"value": NULLABLE_NUMBER, "cases": COUNT}, type=["object", "null"]
+                        ),
                     )
                 ),
             }
@@ -232,7 +235,10 @@ def _ok(schema: str) -> dict[str, Any]:
 UNAUTHORIZED = _error("No token, or one that is revoked or was never issued.")
 NOT_FOUND = _error("No such project for this token's user (outsiders too), or no such run.")
 BLIND = _error("The project reviews blind and the user is a reviewer, not a lead.")
-BAD = _error("A query parameter is wrong (the message says which).")
+BAD = _error(
+    "A query parameter is wrong (the message says which), or holds a NUL character, which "
+    "every operation refuses."
+)
 
 
 def _parameter(name: str, where: str, schema: dict, example: str = "", **more: Any) -> dict:
@@ -246,22 +252,19 @@ def _parameter(name: str, where: str, schema: dict, example: str = "", **more: A
 
 SLUG = _parameter("slug", "path", {"type": "string", "pattern": r"^[-a-zA-Z0-9_]{1,50}$"}, "demo")
 RUN = _parameter("run_id", "path", {"type": "string", "pattern": RUN_ID}, "q017-r1")
-SOURCE = [
-    _parameter(
-        "annotator",
-        "query",
-        {"type": "string", "minLength": 1, "maxLength": 150},
-        description="Figures from this annotator's newest verdicts (`imported:NAME` for an "
-        "imported annotator whose name is also an account's), as `--annotator`.",
-    ),
-    _parameter(
-        "consensus",
-        "query",
-        {"type": "boolean"},
-        description="Figures from the strict-majority label, as `--consensus`; not with "
-        "`annotator`.",
-    ),
-]
+SOURCE = _parameter(
+    "source",
+    "query",
+    {
+        "anyOf": [
+            {"enum": ["default", "consensus"]},
+            {"type": "string", "pattern": r"^annotator:.{1,150}$"},
+        ]
+    },
+    description="Whose verdicts the figures use, as `verdicts_from` says: `default`, "
+    "`consensus` (`--consensus`) or `annotator:NAME` (`--annotator NAME`; "
+    "`annotator:imported:NAME` for an imported annotator whose name is also an account's).",
+)
 
 
 def _get(summary: str, parameters: list[dict], ok: str, *errors: tuple[str, dict]) -> dict:
@@ -270,7 +273,7 @@ def _get(summary: str, parameters: list[dict], ok: str, *errors: tuple[str, dict
             "summary": summary,
             "operationId": ok[0].lower() + ok[1:],
             "parameters": parameters,
-            "responses": {"200": _ok(ok), "401": UNAUTHORIZED, **dict(errors)},
+            "responses": {"200": _ok(ok), "400": BAD, "401": UNAUTHORIZED, **dict(errors)},
         }
     }
 
@@ -296,9 +299,8 @@ def document() -> dict[str, Any]:
             ),
             "/projects/{slug}/runs/{run_id}/metrics": _get(
                 "A run's figures, as `run_metrics --json`.",
-                [SLUG, RUN, *SOURCE],
+                [SLUG, RUN, SOURCE],
                 "RunMetrics",
-                ("400", BAD),
                 ("403", BLIND),
                 ("404", NOT_FOUND),
             ),
@@ -328,10 +330,9 @@ def document() -> dict[str, Any]:
                         _parameter(side, "query", RUN["schema"], example, required=True)
                         for side, example in [("a", "q017-r1"), ("b", "q017-r2")]
                     ),
-                    *SOURCE,
+                    SOURCE,
                 ],
                 "Comparison",
-                ("400", BAD),
                 ("403", BLIND),
                 ("404", NOT_FOUND),
             ),

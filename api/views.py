@@ -22,8 +22,6 @@ from evidence.access import membership_for
 from evidence.selectors import memberships_for_user
 from replay.selectors import run_for_project
 
-TRUE, FALSE = {"true", "1"}, {"false", "0", ""}
-
 
 def _json(data: dict) -> JsonResponse:
     return JsonResponse(data, json_dumps_params={"ensure_ascii": False})
@@ -110,12 +108,15 @@ def compare(request: HttpRequest, slug: str) -> JsonResponse:
 
 
 def _source(request: HttpRequest) -> tuple[str | None, bool]:
-    """`annotator=NAME` or `consensus=true`, as the commands' `--annotator` and `--consensus`."""
-    annotator = request.GET.get("annotator") or None
-    raw = request.GET.get("consensus", "").lower()
-    if raw not in TRUE | FALSE:
-        raise BadRequest("consensus is true or false.")
-    consensus = raw in TRUE
-    if annotator and consensus:
-        raise BadRequest("Ask for one annotator's verdicts or for the consensus, not both.")
-    return annotator, consensus
+    """`?source=default|consensus|annotator:NAME`, the labels of the JSON's `verdicts_from`
+    and of the figures page, as the commands' `--annotator NAME` and `--consensus`.
+
+    One parameter, not two: an annotator and the consensus at once would be a request the
+    document allows and the API refuses.
+    """
+    label = request.GET.get("source", "default")
+    if label in {"default", "consensus"}:
+        return None, label == "consensus"
+    if label.startswith("annotator:") and label != "annotator:":
+        return label.removeprefix("annotator:"), False
+    raise BadRequest("source is default, consensus or annotator:NAME.")

@@ -50,8 +50,8 @@ def test_the_runs_of_a_project_are_listed_with_their_progress(api_as, demo_runs,
 def test_a_runs_metrics_are_what_run_metrics_prints(api_as, demo_runs, reviewer):
     for query, options in [
         ("", []),
-        ("?annotator=seed-protocol", ["--annotator", "seed-protocol"]),
-        ("?consensus=true", ["--consensus"]),
+        ("?source=annotator:seed-protocol", ["--annotator", "seed-protocol"]),
+        ("?source=consensus", ["--consensus"]),
     ]:
         response = api_as(reviewer).get(METRICS + query)
         assert response.status_code == 200
@@ -70,7 +70,7 @@ def test_a_runs_agreement_is_what_run_agreement_prints(api_as, demo_runs, review
 
 
 def test_a_comparison_is_what_compare_runs_prints(api_as, demo_runs, reviewer):
-    response = api_as(reviewer).get(COMPARE + "&annotator=seed-protocol")
+    response = api_as(reviewer).get(COMPARE + "&source=annotator:seed-protocol")
     assert response.status_code == 200
     comparison = response.json()
     assert comparison == command_json(
@@ -118,17 +118,11 @@ def test_a_run_the_project_does_not_have_is_404(api_as, demo_runs, reviewer, pat
     assert response.json() == {"error": "No such run."}
 
 
-@pytest.mark.parametrize(
-    ("query", "error"),
-    [
-        ("?annotator=alice&consensus=true", "not both"),
-        ("?consensus=maybe", "true or false"),
-    ],
-)
-def test_one_source_of_verdicts_at_a_time(api_as, demo_runs, reviewer, query, error):
-    response = api_as(reviewer).get(METRICS + query)
+@pytest.mark.parametrize("source", ["annotator:", "alice", "majority"])
+def test_a_source_of_verdicts_the_api_does_not_know_is_400(api_as, demo_runs, reviewer, source):
+    response = api_as(reviewer).get(f"{METRICS}?source={source}")
     assert response.status_code == 400
-    assert error in response.json()["error"]
+    assert response.json() == {"error": "source is default, consensus or annotator:NAME."}
 
 
 def test_a_comparison_names_both_runs(api_as, demo_runs, reviewer):
