@@ -4,12 +4,15 @@ examples, derandomized, nothing kept between runs."""
 
 from __future__ import annotations
 
+import re
+
 import pytest
 import schemathesis
 from django.core.handlers.wsgi import WSGIHandler
 from hypothesis import HealthCheck
 from hypothesis import settings as examples
 
+from api import urls
 from api.openapi import document
 from tests.api.conftest import bearer
 
@@ -40,3 +43,13 @@ def test_the_served_document_is_the_one_fuzzed(client, db):
 def test_every_operation_answers_as_its_schema_says(case, localhost, demo_runs, lead, token_of):
     # A lead of `demo`: the documented examples (demo, q017-r1, q017-r2) answer 200.
     case.call_and_validate(headers=bearer(token_of(lead)))
+
+
+def test_every_api_url_is_in_the_document():
+    documented = {"/api" + path for path in schema.raw_schema["paths"]} | {"/api/openapi.json"}
+    routed = {
+        "/" + re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", str(pattern.pattern))
+        for pattern in urls.urlpatterns
+        if str(pattern.pattern).startswith("api/")
+    }
+    assert routed == documented
