@@ -124,6 +124,7 @@ INSTALLED_APPS = [
     "compare",
     "ingest",
     "audit",
+    "api",
 ]
 
 MIDDLEWARE = [

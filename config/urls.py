@@ -3,7 +3,9 @@ from __future__ import annotations
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
+from django.views import defaults
 
+from api.http import error_view
 from evidence.auth import ThrottledAdminAuthenticationForm, ThrottledAuthenticationForm
 
 admin.site.login_form = ThrottledAdminAuthenticationForm
@@ -21,4 +23,11 @@ urlpatterns = [
     path("", include("compare.urls")),
     path("", include("ingest.urls")),
     path("", include("audit.urls")),
+    path("", include("api.urls")),
 ]
+
+# Under /api/ every error is JSON, those raised before a view runs too (api.http).
+handler400 = error_view(400, defaults.bad_request)
+handler403 = error_view(403, defaults.permission_denied)
+handler404 = error_view(404, defaults.page_not_found)
+handler500 = error_view(500, defaults.server_error)

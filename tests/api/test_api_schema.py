@@ -1,0 +1,66 @@
+"""Every operation of /api/openapi.json, fuzzed (schemathesis): no 500, no answer outside
+its schema, no operation that forgets its token. Short and the same on every run: few
+examples, derandomized, nothing kept between runs."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+
+import pytest
+import schemathesis
+from django.core.handlers.wsgi import WSGIHandler
+from django.core.signals import request_finished, request_started
+from django.db import close_old_connections
+from hypothesis import HealthCheck
+from hypothesis import settings as examples
+
+from api import urls
+from api.openapi import document
+from tests.api.conftest import bearer
+
+# Read when the module is collected, without a database: schemathesis's lazy loading from a
+# fixture (`schemathesis.pytest.from_fixture`) reads a pytest attribute that pytest 9 dropped.
+# test_the_served_document_is_the_one_fuzzed closes the gap.
+schema = schemathesis.openapi.from_dict(document())
+schema.app = WSGIHandler()  # requests go to Django in this process, in the test's transaction
+
+
+@pytest.fixture
+def served(settings) -> Iterator[None]:
+    """Requests through the WSGI handler inside the test's transaction, as Django's test
+    client sends them: without closing the connection when a request starts or ends
+    (on PostgreSQL that would end the transaction the demo data lives in)."""
+    settings.ALLOWED_HOSTS = ["localhost"]  # the host of schemathesis's WSGI requests
+    for signal in (request_started, request_finished):
+        signal.disconnect(close_old_connections)
+    yield
+    for signal in (request_started, request_finished):
+        signal.connect(close_old_connections)
+
+
+def test_the_served_document_is_the_one_fuzzed(client, db):
+    assert client.get("/api/openapi.json").json() == schema.raw_schema
+
+
+@schema.parametrize()
+@examples(
+    max_examples=25,
+    derandomize=True,
+    database=None,
+    deadline=None,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
+def test_every_operation_answers_as_its_schema_says(case, served, demo_runs, lead, token_of):
+    # A lead of `demo`: the documented examples (demo, q017-r1, q017-r2) answer 200.
+    case.call_and_validate(headers=bearer(token_of(lead)))
+
+
+def test_every_api_url_is_in_the_document():
+    documented = {"/api" + path for path in schema.raw_schema["paths"]} | {"/api/openapi.json"}
+    routed = {
+        "/" + re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", str(pattern.pattern))
+        for pattern in urls.urlpatterns
+        if str(pattern.pattern).startswith("api/")
+    }
+    assert routed == documented
