@@ -2,7 +2,9 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_not_required
 from django.urls import include, path
+from django.views.i18n import set_language
 
 from evidence.auth import ThrottledAdminAuthenticationForm, ThrottledAuthenticationForm
 
@@ -15,6 +17,8 @@ urlpatterns = [
         name="login",
     ),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # The header's language switch (a POST form, no JavaScript): on the login page too.
+    path("language/", login_not_required(set_language), name="set_language"),
     path("admin/", admin.site.urls),
     path("", include("evidence.urls")),
     path("", include("cards.urls")),
