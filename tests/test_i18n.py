@@ -237,10 +237,13 @@ def test_a_request_that_asks_for_nothing_is_answered_in_english(client, reviewer
 def test_the_header_switches_the_language_by_a_plain_form_post(client, reviewer, demo_runs):
     client.force_login(reviewer)
     project = reverse("project_detail", args=["demo"])
-    assert 'action="/language/"' in shown(client.get(project))
+    header = shown(client.get(project))
+    assert 'action="/language/"' in header and 'lang="it">Italiano</button>' in header
     switched = client.post(reverse("set_language"), {"language": "it", "next": project})
     assert switched.status_code == 302 and switched["Location"] == project
-    assert "Prossimo nella mia coda" in shown(client.get(project))
+    in_italian = shown(client.get(project))
+    assert "Prossimo nella mia coda" in in_italian
+    assert 'lang="en">English</button>' in in_italian  # each language named in itself
     client.post(reverse("set_language"), {"language": "en", "next": project})
     assert "Next in my queue" in shown(client.get(project))
 
