@@ -21,12 +21,13 @@ BASE_PYTHON ?= $(shell for p in $(PYTHON_CANDIDATES); do \
 	if "$$p" -c 'import sys; sys.exit(sys.version_info < (3, 12))' >/dev/null 2>&1; then \
 	command -v "$$p"; break; fi; done)
 
-.PHONY: help install run test lint migrate demo clean
+.PHONY: help install run test lint migrate demo clean messages
 
 help:
 	@echo "make run    install, migrate, load the demo and serve it on http://$(HOST):$(PORT)/"
 	@echo "make test   install and run the whole test suite (DATABASE_URL picks the database)"
 	@echo "make lint   import layers, ruff check, ruff format --check, makemigrations --check"
+	@echo "make messages   gather the interface's strings into locale/*/django.po (docs/i18n.md)"
 
 $(VENV)/.installed: pyproject.toml
 	@if [ -z "$(BASE_PYTHON)" ]; then \
@@ -37,7 +38,21 @@ $(VENV)/.installed: pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	@touch $@
 
-install: $(VENV)/.installed
+# The translations, compiled from the catalogs in git (docs/i18n.md); GNU gettext's msgfmt.
+CATALOGS := $(wildcard locale/*/LC_MESSAGES/django.po)
+COMPILED := $(CATALOGS:.po=.mo)
+
+%.mo: %.po
+	@command -v msgfmt >/dev/null || { echo "error: msgfmt is missing: apt-get install gettext" >&2; exit 1; }
+	msgfmt --check --output-file=$@ $<
+
+install: $(VENV)/.installed $(COMPILED)
+
+# Gather every marked string of the templates and the code into the catalogs, keeping what
+# is translated; a new string arrives untranslated, and tests/test_i18n.py says which.
+messages: install
+	$(PY) manage.py makemessages --all --no-location --no-obsolete \
+		--ignore=.venv --ignore=var --ignore=tests --ignore=bench --ignore=mutants --ignore=build
 
 migrate: install
 	@mkdir -p var

@@ -7,6 +7,7 @@ import logging
 from django.contrib import messages
 from django.http import HttpResponse, StreamingHttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext, gettext_lazy
 from django.views.decorators.http import require_GET
 
 from audit.anchors import anchors_check
@@ -25,7 +26,7 @@ logger = logging.getLogger(__name__)
 @require_GET
 def audit_export(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     membership = membership_for(
-        user=request.user, slug=slug, role=Role.LEAD, action="export audit packages"
+        user=request.user, slug=slug, role=Role.LEAD, action=gettext_lazy("export audit packages")
     )
     project = membership.project
     runs = list(Run.objects.filter(project=project).order_by("run_id"))
@@ -46,7 +47,7 @@ def audit_export(request: HtmxHttpRequest, slug: str) -> HttpResponse:
             return redirect("audit_export", slug)
         except AuditExportError as exc:
             logger.warning("audit export of %s refused: %s", slug, exc)
-            messages.error(request, f"Export refused: {exc}")
+            messages.error(request, gettext("Export refused: %(why)s") % {"why": exc})
             return redirect("audit_export", slug)
         return StreamingHttpResponse(
             _streamed(package, request.user),

@@ -47,6 +47,11 @@ class Piece:
     claims: list[str] = field(default_factory=list)
     support: str = ""
 
+    @property
+    def support_label(self) -> str:
+        """The support shown to a reader (translated); `support` stays the code."""
+        return Support(self.support).label if self.support else ""
+
 
 @dataclass
 class HistoryEntry:

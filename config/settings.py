@@ -131,6 +131,9 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # The language: the one chosen in the header (a cookie, set_language), else the
+    # browser's Accept-Language, else LANGUAGE_CODE. After sessions, before CommonMiddleware.
+    "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -157,6 +160,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "django.template.context_processors.csp",
+                "django.template.context_processors.i18n",
             ],
         },
     },
@@ -194,9 +198,19 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 
-LANGUAGE_CODE = "en-us"
+# English is the default (and the language of the tests, the commands and the exports);
+# Italian when chosen in the header or asked for by the browser (docs/i18n.md). The catalog
+# is locale/<lang>/LC_MESSAGES/django.po; `make install` compiles it (the .mo is not in git).
+LANGUAGE_CODE = "en"
+LANGUAGES = [("en", "English"), ("it", "Italiano")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
+# Dates per language: the templates name a format (SHORT_DATETIME_FORMAT …), these define it.
+FORMAT_MODULE_PATH = ["config.formats"]
+# The header's switch stores the choice in this cookie (Django's set_language view).
+LANGUAGE_COOKIE_HTTPONLY = True
+LANGUAGE_COOKIE_SAMESITE = "Lax"
 TIME_ZONE = "UTC"
-USE_I18N = False
+USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
@@ -244,6 +258,7 @@ SESSION_ENGINE = "evidence.sessions"
 _PRODUCTION = not DEBUG and not os.environ.get("PYTEST_VERSION")
 SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", _PRODUCTION)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+LANGUAGE_COOKIE_SECURE = SESSION_COOKIE_SECURE
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", _PRODUCTION)
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 365 * 24 * 3600 if _PRODUCTION else 0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", True)

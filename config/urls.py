@@ -2,8 +2,10 @@ from __future__ import annotations
 
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_not_required
 from django.urls import include, path
 from django.views import defaults
+from django.views.i18n import set_language
 
 from api.http import error_view
 from evidence.auth import ThrottledAdminAuthenticationForm, ThrottledAuthenticationForm
@@ -17,6 +19,8 @@ urlpatterns = [
         name="login",
     ),
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),
+    # The header's language switch (a POST form, no JavaScript): on the login page too.
+    path("language/", login_not_required(set_language), name="set_language"),
     path("admin/", admin.site.urls),
     path("", include("evidence.urls")),
     path("", include("cards.urls")),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext, gettext_lazy
 from django.views.decorators.http import require_http_methods
 from django_htmx.http import HttpResponseClientRedirect
 
@@ -18,7 +19,9 @@ from ingest.services import BundleInvalid, bundle_import, limits_from_settings
 
 @require_http_methods(["GET", "POST"])
 def bundle_upload(request: HtmxHttpRequest, slug: str) -> HttpResponse:
-    membership = membership_for(user=request.user, slug=slug, role=Role.LEAD, action="import runs")
+    membership = membership_for(
+        user=request.user, slug=slug, role=Role.LEAD, action=gettext_lazy("import runs")
+    )
     project = membership.project
     posted = request.method == "POST"  # bound even when the upload was cut off
     form = BundleUploadForm(
@@ -57,8 +60,14 @@ def bundle_upload(request: HtmxHttpRequest, slug: str) -> HttpResponse:
                 if not summary.dry_run:
                     messages.success(
                         request,
-                        f"Imported run {summary.run_id}: {summary.responses} responses, "
-                        f"{summary.claims} claims.",
+                        gettext(
+                            "Imported run %(run)s: %(responses)s responses, %(claims)s claims."
+                        )
+                        % {
+                            "run": summary.run_id,
+                            "responses": summary.responses,
+                            "claims": summary.claims,
+                        },
                     )
                     url = f"/p/{project.slug}/runs/{summary.run_id}/"
                     if request.htmx:

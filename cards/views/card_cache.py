@@ -16,6 +16,7 @@ import hashlib
 from django.conf import settings
 from django.template.loader import get_template, render_to_string
 from django.utils.safestring import mark_safe
+from django.utils.translation import get_language
 
 from cards.labels import SUPPORT_KEYS
 from cards.selectors import (
@@ -42,8 +43,14 @@ def _template_version() -> str:
     return hashlib.sha256("\0".join(sources).encode()).hexdigest()[:12]
 
 
+def _version() -> str:
+    """The templates' hash and the active language: every key starts with both, so an
+    Italian page never gets a fragment rendered in English, nor the other way round."""
+    return f"{_template_version()}-{get_language()}"
+
+
 def _digest(kind: str, *parts) -> str:
-    return f"{kind}:" + hashlib.sha256(repr((_template_version(), *parts)).encode()).hexdigest()
+    return f"{kind}:" + hashlib.sha256(repr((_version(), *parts)).encode()).hexdigest()
 
 
 def _compact_key(card: Card, context: dict) -> str:
@@ -95,7 +102,9 @@ def query_and_help(context: dict) -> dict:
     and keys (the same on every page), from the cache."""
     expectation = context["expectation"]
     keys = {
-        "query_html": _digest("review-query", expectation.pk, expectation.sha256),
+        "query_html": _digest(
+            "review-query", expectation.pk, expectation.sha256, context["run"].locale
+        ),
         "help_html": _digest("review-help"),
     }
     found = fragments.get_many(keys.values())
@@ -117,7 +126,7 @@ def whole_rows(card: Card) -> Card:
     up (the key is the row's own hash, not a hash of it) and looping over them in the
     template (they are joined here).
     """
-    version, blind = _template_version(), f"{card.blind:d}"
+    version, blind = _version(), f"{card.blind:d}"
     informed = card.informed
     verdicts = [f"review-verdict:{version}:{v.sha256}:{v.pk in informed:d}" for v in card.verdicts]
     history = [
@@ -183,7 +192,8 @@ def passages_section(context: dict) -> dict:
     """
     page = context["page"]
     key = _digest(
-        "review-passages", [(r.rank, r.score, *_shown(r.passage)) for r in page.retrieved],
+        "review-passages", context["run"].locale,
+        [(r.rank, r.score, *_shown(r.passage)) for r in page.retrieved],
         [_shown(p) for p in page.cited_only], sorted(page.cited_refs),
         sorted(page.relevant_refs), sorted(page.expected_refs),
     )  # fmt: skip
@@ -201,7 +211,7 @@ def answer_section(context: dict) -> dict:
     """
     page = context["page"]
     key = _digest(
-        "review-answer", len(page.response.text),
+        "review-answer", context["run"].locale, len(page.response.text),
         [(p.start, p.text, p.citation and p.citation.passage.ref, p.claims, p.support)
          for p in page.pieces],
         [(c.marker, c.passage.ref) for c in page.unplaced_citations],
