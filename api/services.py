@@ -9,6 +9,7 @@ from django.core.exceptions import ValidationError
 from django.db import IntegrityError, transaction
 from django.db.models.functions import Now
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from api.models import ApiToken
 from api.tokens import digest_of, new_prefix, new_token
@@ -23,7 +24,9 @@ def token_create(*, user: AbstractBaseUser, name: str) -> tuple[ApiToken, str]:
     """A new token of `user`: its row, and the token itself, which exists only in this answer."""
     name = name.strip()
     if len(name) > NAME_MAX:
-        raise ValidationError(f"A token's name has at most {NAME_MAX} characters.")
+        raise ValidationError(
+            gettext("A token's name has at most %(max)d characters.") % {"max": NAME_MAX}
+        )
     for _attempt in range(5):
         prefix = new_prefix()
         token = new_token(prefix)
@@ -42,7 +45,7 @@ def token_revoke(*, token: ApiToken) -> str:
     """Refuse `token` from now on (its row stays, to show when it was made and used)."""
     if token.revoked_at is None:
         ApiToken.objects.filter(pk=token.pk, revoked_at__isnull=True).update(revoked_at=Now())
-    return f"Token {token} revoked."
+    return gettext("Token %(token)s revoked.") % {"token": token}
 
 
 def tokens_revoke_all(*, user: AbstractBaseUser) -> int:

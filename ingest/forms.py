@@ -7,19 +7,19 @@ from django.utils.translation import gettext_lazy as _
 
 BUNDLE = "bundle"
 FORMAT_CHOICES = [
-    (BUNDLE, "Evidence bundle (evidence-bundle/1)"),
-    ("ragas", "Ragas evaluation export (JSONL), converted first"),
-    ("alce", "ALCE result file (JSON), converted first"),
-    ("jsonl-simple", "Minimal JSONL (query, answer, contexts), converted first"),
+    (BUNDLE, _("Evidence bundle (evidence-bundle/1)")),
+    ("ragas", _("Ragas evaluation export (JSONL), converted first")),
+    ("alce", _("ALCE result file (JSON), converted first")),
+    ("jsonl-simple", _("Minimal JSONL (query, answer, contexts), converted first")),
 ]
 
 
 class BundleUploadForm(forms.Form):
     source_format = forms.ChoiceField(
-        label="File format", choices=FORMAT_CHOICES, initial=BUNDLE, required=False
+        label=_("File format"), choices=FORMAT_CHOICES, initial=BUNDLE, required=False
     )
     run_id = forms.RegexField(
-        label="Run id (converted files; default: the file's name)",
+        label=_("Run id (converted files; default: the file's name)"),
         regex=r"^[A-Za-z0-9._:-]{1,100}$",
         required=False,
         max_length=100,

@@ -174,6 +174,7 @@ def reviewer_pages(claim: Claim) -> list[str]:
         reverse("project_members", args=["demo"]),
         reverse("project_settings", args=["demo"]),  # 403: alice is no lead
         "/p/nowhere/",  # 404
+        reverse("account"),  # the API tokens
     ]
 
 
