@@ -34,7 +34,7 @@ def test_a_disagreement_with_an_imported_judge_links_to_the_claims_card(page, li
     judges.get_by_text("1 claim where seed-protocol and the people differ").click()
     link = judges.get_by_role("link", name="Q-017 · C-017-2")
     expect(link.locator("xpath=..")).to_contain_text(
-        "seed-protocol partial, alice supported — The return window is 30 days."
+        "seed-protocol Partial, alice Supported — The return window is 30 days."
     )
     link.click()
 
