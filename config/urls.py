@@ -19,6 +19,6 @@ urlpatterns = [
     path("", include("evidence.urls")),
     path("", include("cards.urls")),
     path("", include("compare.urls")),
-    path("", include("ingest.urls")),
+    path("", include("jobs.urls")),
     path("", include("audit.urls")),
 ]
