@@ -4,11 +4,13 @@ from django.contrib import admin
 from django.contrib.auth import views as auth_views
 from django.urls import include, path
 
+from config.health import healthz
 from evidence.auth import ThrottledAdminAuthenticationForm, ThrottledAuthenticationForm
 
 admin.site.login_form = ThrottledAdminAuthenticationForm
 
 urlpatterns = [
+    path("healthz", healthz, name="healthz"),
     path(
         "login/",
         auth_views.LoginView.as_view(authentication_form=ThrottledAuthenticationForm),
