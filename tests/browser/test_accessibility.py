@@ -29,6 +29,9 @@ PAGES = {
     "figures": "/p/demo/runs/q017-r1/figures/?source=annotator:seed-protocol",
     "compare, nobody judged": "/p/demo/compare/?a=q017-r1&b=q017-r2",
     "compare": "/p/demo/compare/?a=q017-r1&b=q017-r3&source=annotator:seed-protocol",
+    "import": "/p/demo/import/",
+    "audit": "/p/demo/audit/",
+    "jobs": "/p/demo/jobs/",
 }
 
 
@@ -61,6 +64,19 @@ def test_a_reviewer_splitting_a_case_meets_no_serious_violation(page):
     page.goto("/p/demo/runs/q017-r3/cases/Q-017/")
     page.get_by_text("Suggest a split").first.click()
     page.locator("[data-suggestion]").first.wait_for()
+    assert serious_violations(page) == []
+
+
+def test_an_export_jobs_status_and_page_meet_no_serious_violation(page):
+    log_in(page, "lead")
+    page.goto("/p/demo/audit/")
+    page.get_by_label("q017-r2").check()
+    page.get_by_role("button", name="Export package").click()
+    page.locator("#package-id").wait_for(timeout=30_000)
+    assert serious_violations(page) == []
+    page.goto("/p/demo/jobs/")
+    page.locator("tbody a").first.click()
+    page.get_by_role("heading", name="Package ready").wait_for()
     assert serious_violations(page) == []
 
 
