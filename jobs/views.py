@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from django.contrib import messages
+from django.db import OperationalError
 from django.http import FileResponse, Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -15,6 +16,13 @@ from jobs.models import Job
 from jobs.progress import package_path
 from jobs.selectors import job_for, project_jobs
 from jobs.services import export_queue, import_queue, jobs_sweep
+
+# On SQLite a running import holds the only write lock until it ends: a job queued meanwhile
+# waits busy_timeout (5 s) and is refused. (On PostgreSQL: the database is down.)
+BUSY = (
+    "The database did not take the job (busy with another import, or unreachable): "
+    "nothing was queued. Try again in a moment."
+)
 
 
 def _lead(request: HtmxHttpRequest, slug: str, action: str) -> Membership:
@@ -32,18 +40,23 @@ def bundle_upload(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         refused=getattr(request, "upload_refused", ""),
     )
     job = None
+    problem = ""
     status = 200
     if posted:
         if form.is_valid():
-            job = import_queue(
-                project=project,
-                user=request.user,
-                upload=form.cleaned_data["bundle"],
-                dry_run=form.cleaned_data["dry_run"],
-                new_expectation_versions=form.cleaned_data["new_expectation_version"],
-            )
-            if not request.htmx:
-                return redirect("job_detail", project.slug, job.code)
+            try:
+                job = import_queue(
+                    project=project,
+                    user=request.user,
+                    upload=form.cleaned_data["bundle"],
+                    dry_run=form.cleaned_data["dry_run"],
+                    new_expectation_versions=form.cleaned_data["new_expectation_version"],
+                )
+            except OperationalError:
+                problem, status = BUSY, 503
+            else:
+                if not request.htmx:
+                    return redirect("job_detail", project.slug, job.code)
         else:
             status = 400
     else:
@@ -53,6 +66,7 @@ def bundle_upload(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         "membership": membership,
         "form": form,
         "job": job,
+        "problem": problem,
         "jobs": project_jobs(project=project, kind=Job.Kind.IMPORT, limit=10),
     }
     template = "jobs/upload.html#result" if request.htmx else "jobs/upload.html"
@@ -71,10 +85,11 @@ def export_start(request: HtmxHttpRequest, slug: str) -> HttpResponse:
             compare=[a, b] if a and b else None,
             source=request.POST.get("source"),
         )
-    except LookupError as exc:
+    except (LookupError, OperationalError) as exc:
+        problem, status = (str(exc), 400) if isinstance(exc, LookupError) else (BUSY, 503)
         if request.htmx:
-            return render(request, "jobs/job.html#refused", {"problem": str(exc)}, status=400)
-        messages.error(request, str(exc))
+            return render(request, "jobs/job.html#refused", {"problem": problem}, status=status)
+        messages.error(request, f"Export refused: {problem}")
         return redirect("audit_export", slug)
     if request.htmx:
         return render(request, "jobs/job.html#status", {"project": project, "job": job})

@@ -5,6 +5,7 @@ from __future__ import annotations
 import gzip
 
 import pytest
+from django.db import OperationalError
 from django.urls import reverse
 
 from jobs.models import Job
@@ -126,3 +127,42 @@ def test_a_refused_htmx_upload_shows_its_problems_in_the_result_partial(client, 
     assert "Refused: nothing was stored" in content
     assert "not valid UTF-8" in content
     assert "<html" not in content
+
+
+def locked(*args, **kwargs):
+    raise OperationalError("database is locked")
+
+
+def test_an_upload_the_database_cannot_queue_says_so_and_leaves_no_file(
+    client, lead, jobs_dir, monkeypatch
+):
+    monkeypatch.setattr(Job, "save", locked)
+    client.force_login(lead)
+    response = upload(client, "q017-r1.jsonl", Q017)
+    assert response.status_code == 503
+    assert "nothing was queued. Try again in a moment." in response.content.decode()
+    assert Job.objects.count() == 0
+    assert list(jobs_dir.iterdir()) == []
+
+
+def test_an_export_the_database_cannot_queue_comes_back_with_a_message(
+    client, lead, demo_runs, monkeypatch
+):
+    monkeypatch.setattr(Job, "save", locked)
+    client.force_login(lead)
+    response = client.post(reverse("export_start", args=["demo"]), follow=True)
+    assert response.redirect_chain[-1][0] == reverse("audit_export", args=["demo"])
+    assert "Export refused: The database did not take the job" in response.content.decode()
+    assert Job.objects.count() == 0
+
+
+def test_the_upload_page_reads_a_fixed_number_of_queries(
+    client, lead, django_assert_max_num_queries
+):
+    client.force_login(lead)
+    for name in ("a.jsonl", "b.jsonl", "c.jsonl"):
+        upload(client, name, BROKEN)
+    # session, user, membership, the sweep's running jobs, the recent imports and their leads
+    with django_assert_max_num_queries(5):
+        response = client.get(reverse("bundle_upload", args=["demo"]))
+    assert len(response.context["jobs"]) == 3
