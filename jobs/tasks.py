@@ -27,17 +27,18 @@ def import_run(*, code: str) -> None:
     options = job.options
     path = upload_path(code)
     try:
-        with Heartbeat(code) as heartbeat, path.open("rb") as stream:
+        with Heartbeat(code) as heartbeat:
             try:
-                summary = bundle_import(
-                    stream=stream,
-                    project_slug=job.project.slug,
-                    user=job.requested_by,
-                    source_name=options["source_name"],
-                    dry_run=options["dry_run"],
-                    new_expectation_versions=options["new_expectation_versions"],
-                    progress=heartbeat.import_progress,
-                )
+                with path.open("rb") as stream:
+                    summary = bundle_import(
+                        stream=stream,
+                        project_slug=job.project.slug,
+                        user=job.requested_by,
+                        source_name=options["source_name"],
+                        dry_run=options["dry_run"],
+                        new_expectation_versions=options["new_expectation_versions"],
+                        progress=heartbeat.import_progress,
+                    )
             except BundleInvalid as exc:
                 job_fail(job=job, counts=heartbeat.counts, errors=exc.lines())
                 return

@@ -173,3 +173,12 @@ def test_a_swept_job_is_not_run_when_its_task_comes_at_last(lead, running):
     import_run.call(code=str(running.code))
     running.refresh_from_db()
     assert (running.state, running.errors) == (Job.State.FAILED, ["swept"])
+
+
+def test_an_import_whose_upload_is_gone_fails_instead_of_running_forever(project, lead):
+    job = Job.objects.create(kind=Job.Kind.IMPORT, project=project, options={})
+    with pytest.raises(FileNotFoundError):
+        import_run.call(code=str(job.code))
+    job.refresh_from_db()
+    assert job.state == Job.State.FAILED
+    assert job.errors[0].startswith("The job failed (FileNotFoundError")
