@@ -117,6 +117,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django_htmx",
+    "django_tasks_db",
     # The apps, bottom layer first (docs/architecture.md; import-linter enforces it).
     "evidence",
     "replay",
@@ -124,6 +125,7 @@ INSTALLED_APPS = [
     "compare",
     "ingest",
     "audit",
+    "jobs",
     "api",
 ]
 
@@ -260,6 +262,8 @@ SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", _PRODUCTION)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
 LANGUAGE_COOKIE_SECURE = SESSION_COOKIE_SECURE
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", _PRODUCTION)
+# A load balancer's or supervisor's probe asks over plain http, on the machine's own network.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 365 * 24 * 3600 if _PRODUCTION else 0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
 SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
@@ -301,6 +305,26 @@ BUNDLE_MAX_PASSAGE_CHARS = env_int("BUNDLE_MAX_PASSAGE_CHARS", 200_000)
 AUDIT_SIGNING_KEY = os.environ.get("AUDIT_SIGNING_KEY", "")
 AUDIT_SIGNING_KEY_FILE = os.environ.get("AUDIT_SIGNING_KEY_FILE", "")
 AUDIT_ANCHOR_DIR = os.environ.get("AUDIT_ANCHOR_DIR", "") or str(BASE_DIR / "var" / "anchors")
+
+# Imports and audit exports run as tasks (jobs/), queued in the database and run by
+# `manage.py db_worker` (django-tasks-db): no broker to install. The tests run each task
+# as it is queued; TASKS_BACKEND can name another backend.
+_IMMEDIATE = "django.tasks.backends.immediate.ImmediateBackend"
+TASKS = {
+    "default": {
+        "BACKEND": os.environ.get(
+            "TASKS_BACKEND",
+            _IMMEDIATE if os.environ.get("PYTEST_VERSION") else "django_tasks_db.DatabaseBackend",
+        ),
+    }
+}
+# Where a queued import keeps its upload, and an export its package, until the job is over
+# (a package: until it is downloaded, and after). The web server and the worker share it.
+JOBS_DIR = os.environ.get("JOBS_DIR", "") or str(BASE_DIR / "var" / "jobs")
+# A running job's worker writes its counters this often (jobs.progress); a job that has not
+# for JOB_STALE_SECONDS is given up as failed (its worker was killed: nothing was stored).
+JOB_HEARTBEAT_SECONDS = env_int("JOB_HEARTBEAT_SECONDS", 5)
+JOB_STALE_SECONDS = env_int("JOB_STALE_SECONDS", 60)
 
 LOGGING = {
     "version": 1,

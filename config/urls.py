@@ -8,11 +8,13 @@ from django.views import defaults
 from django.views.i18n import set_language
 
 from api.http import error_view
+from config.health import healthz
 from evidence.auth import ThrottledAdminAuthenticationForm, ThrottledAuthenticationForm
 
 admin.site.login_form = ThrottledAdminAuthenticationForm
 
 urlpatterns = [
+    path("healthz", healthz, name="healthz"),
     path(
         "login/",
         auth_views.LoginView.as_view(authentication_form=ThrottledAuthenticationForm),
@@ -25,7 +27,7 @@ urlpatterns = [
     path("", include("evidence.urls")),
     path("", include("cards.urls")),
     path("", include("compare.urls")),
-    path("", include("ingest.urls")),
+    path("", include("jobs.urls")),
     path("", include("audit.urls")),
     path("", include("api.urls")),
 ]

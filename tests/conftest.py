@@ -273,6 +273,14 @@ def audit_anchors(audit_signing_key, tmp_path_factory) -> Iterator[Path]:
         yield folder
 
 
+@pytest.fixture(autouse=True)
+def jobs_dir(tmp_path_factory) -> Iterator[Path]:
+    """Each test's uploads, packages and progress files in a folder of its own, not var/."""
+    folder = tmp_path_factory.mktemp("jobs")
+    with override_settings(JOBS_DIR=str(folder)):
+        yield folder
+
+
 @pytest.fixture(scope="session")
 def demo_sqlite(request, tmp_path_factory) -> Path:
     """A SQLite file as `make run` leaves it (migrated, load_demo), for subprocesses to copy.

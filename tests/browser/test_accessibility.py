@@ -30,6 +30,9 @@ PAGES = {
     "figures": "/p/demo/runs/q017-r1/figures/?source=annotator:seed-protocol",
     "compare, nobody judged": "/p/demo/compare/?a=q017-r1&b=q017-r2",
     "compare": "/p/demo/compare/?a=q017-r1&b=q017-r3&source=annotator:seed-protocol",
+    "import": "/p/demo/import/",
+    "audit": "/p/demo/audit/",
+    "jobs": "/p/demo/jobs/",
 }
 
 
@@ -86,6 +89,19 @@ def test_the_figures_page_with_judges_against_people_meets_no_serious_violation(
     judges = page.get_by_role("region", name="Judges against people")
     judges.get_by_text("where seed-protocol and the people differ").click()  # the list shown
     judges.get_by_role("link", name="Q-017 · C-017-2").wait_for()
+    assert serious_violations(page) == []
+
+
+def test_an_export_jobs_status_and_page_meet_no_serious_violation(page):
+    log_in(page, "lead")
+    page.goto("/p/demo/audit/")
+    page.get_by_label("q017-r2").check()
+    page.get_by_role("button", name="Export package").click()
+    page.locator("#package-id").wait_for(timeout=30_000)
+    assert serious_violations(page) == []
+    page.goto("/p/demo/jobs/")
+    page.locator("tbody a").first.click()
+    page.get_by_role("heading", name="Package ready").wait_for()
     assert serious_violations(page) == []
 
 

@@ -1,12 +1,10 @@
 from __future__ import annotations
 
-import gzip
-
 import pytest
 from django.urls import reverse
 
 from replay.models import Run
-from tests.conftest import FIXTURES, PASSWORD, bundle_bytes, import_bytes
+from tests.conftest import PASSWORD, bundle_bytes, import_bytes
 from tests.factories import synthetic_bundle
 
 
@@ -85,72 +83,6 @@ def test_a_reviewer_may_not_import(client, reviewer):
     assert Run.objects.count() == 0
 
 
-def test_a_lead_imports_a_bundle_by_plain_form_post(client, lead):
-    client.force_login(lead)
-    data = (FIXTURES / "q017-r1.jsonl").read_bytes()
-    response = client.post(
-        reverse("bundle_upload", args=["demo"]), {"bundle": _named("q017-r1.jsonl", data)}
-    )
-    assert response.status_code == 302
-    assert response["Location"] == "/p/demo/runs/q017-r1/"
-    run = Run.objects.get(run_id="q017-r1")
-    assert run.imported_by == lead
-    assert run.source_name == "q017-r1.jsonl"
-
-
-def test_a_lead_imports_a_gzipped_bundle_through_htmx(client, lead):
-    client.force_login(lead)
-    data = gzip.compress((FIXTURES / "q017-r2.jsonl").read_bytes())
-    response = client.post(
-        reverse("bundle_upload", args=["demo"]),
-        {"bundle": _named("q017-r2.jsonl.gz", data)},
-        HTTP_HX_REQUEST="true",
-    )
-    assert response.status_code == 200
-    assert response["HX-Redirect"] == "/p/demo/runs/q017-r2/"
-    assert Run.objects.filter(run_id="q017-r2").exists()
-
-
-def test_a_refused_upload_lists_every_problem_and_stores_nothing(client, lead):
-    client.force_login(lead)
-    data = bundle_bytes(*synthetic_bundle(cases=1)) + b'{"kind": "case"}\nnot json\n'
-    response = client.post(
-        reverse("bundle_upload", args=["demo"]), {"bundle": _named("bad.jsonl", data)}
-    )
-    assert response.status_code == 400
-    problems = response.context["problems"]
-    assert any("/case_id: is required" in p for p in problems)
-    assert any("not valid JSON" in p for p in problems)
-    assert b"Refused: nothing was stored" in response.content
-    assert Run.objects.count() == 0
-
-
-def test_a_refused_htmx_upload_renders_only_the_result_partial(client, lead):
-    client.force_login(lead)
-    response = client.post(
-        reverse("bundle_upload", args=["demo"]),
-        {"bundle": _named("bad.jsonl", b"\xff\xfe\n")},
-        HTTP_HX_REQUEST="true",
-    )
-    assert response.status_code == 400
-    content = response.content.decode()
-    assert content.lstrip().startswith('<section id="result"')
-    assert "not valid UTF-8" in content
-    assert "<html" not in content
-
-
-def test_a_dry_run_upload_reports_and_stores_nothing(client, lead):
-    client.force_login(lead)
-    data = (FIXTURES / "p7-answer-a.jsonl").read_bytes()
-    response = client.post(
-        reverse("bundle_upload", args=["demo"]),
-        {"bundle": _named("a.jsonl", data), "dry_run": "on"},
-    )
-    assert response.status_code == 200
-    assert b"Dry run passed: p7-answer-a" in response.content
-    assert Run.objects.count() == 0
-
-
 def test_an_oversized_upload_is_refused_before_reading(client, lead, settings):
     settings.BUNDLE_UPLOAD_MAX_BYTES = 10
     client.force_login(lead)
@@ -170,7 +102,13 @@ PROJECT_URLS = {
     "p/<slug:slug>/settings/": "/p/demo/settings/",
     "p/<slug:slug>/compare/": "/p/demo/compare/?a=q017-r1&b=q017-r2",
     "p/<slug:slug>/drift/": "/p/demo/drift/",
-    "p/<slug:slug>/audit/": "/p/demo/audit/?download=1",
+    "p/<slug:slug>/audit/": "/p/demo/audit/",
+    "p/<slug:slug>/audit/export/": "/p/demo/audit/export/",
+    "p/<slug:slug>/jobs/": "/p/demo/jobs/",
+    "p/<slug:slug>/jobs/<uuid:code>/": "/p/demo/jobs/0b5e6c1e-5f5e-4a8e-9d55-2f1a8f0c9b1d/",
+    "p/<slug:slug>/jobs/<uuid:code>/package.zip": (
+        "/p/demo/jobs/0b5e6c1e-5f5e-4a8e-9d55-2f1a8f0c9b1d/package.zip"
+    ),
     "p/<slug:slug>/runs/<str:run_id>/": "/p/demo/runs/q017-r1/",
     "p/<slug:slug>/runs/<str:run_id>/assign/": "/p/demo/runs/q017-r1/assign/",
     "p/<slug:slug>/runs/<str:run_id>/assign/deal/": "/p/demo/runs/q017-r1/assign/deal/",
@@ -238,46 +176,3 @@ def test_pages_send_a_strict_content_security_policy(client, reviewer):
     assert "script-src 'self'" in policy
     assert "unsafe-inline" not in policy
     assert "object-src 'none'" in policy
-
-
-SAMPLES = FIXTURES.parent / "tests" / "ingest" / "samples"
-
-
-def test_the_upload_page_offers_the_formats_it_converts(
-    client, lead, django_assert_max_num_queries
-):
-    client.force_login(lead)
-    with django_assert_max_num_queries(6):
-        response = client.get(reverse("bundle_upload", args=["demo"]))
-    assert b'<option value="ragas">' in response.content
-    assert b'<option value="bundle" selected>' in response.content
-
-
-def test_a_lead_uploads_a_ragas_export_converted_then_imported(client, lead):
-    client.force_login(lead)
-    data = (SAMPLES / "ragas-result.jsonl").read_bytes()
-    response = upload(client, "eval-nov.jsonl", data, source_format="ragas")
-    assert response.status_code == 302
-    assert response["Location"] == "/p/demo/runs/eval-nov/"
-    run = Run.objects.get(run_id="eval-nov")
-    assert run.responses.count() == 3
-
-
-def test_a_converted_upload_may_name_its_run(client, lead):
-    client.force_login(lead)
-    data = (SAMPLES / "alce-asqa.json").read_bytes()
-    response = upload(
-        client, "x.json", data, source_format="alce", run_id="alce-asqa-1", htmx=True
-    )
-    assert response["HX-Redirect"] == "/p/demo/runs/alce-asqa-1/"
-
-
-def test_a_refused_conversion_names_the_files_own_records_and_stores_nothing(client, lead):
-    client.force_login(lead)
-    data = b'{"query": "q", "answer": "a", "contexts": [{"text": ""}]}\n'
-    response = upload(client, "s.jsonl", data, source_format="jsonl-simple", htmx=True)
-    assert response.status_code == 400
-    assert response.context["problems"] == [
-        "line 1: /contexts/0: a context needs a non-empty text"
-    ]
-    assert Run.objects.count() == 0
