@@ -106,8 +106,11 @@ var/tls/cert.pem:
 
 # On every core (pytest-xdist); TEST_WORKERS=0 runs the suite in this one process.
 TEST_WORKERS ?= auto
+# PYTHONDONTWRITEBYTECODE (set on some machines) would make every test process and every
+# server and command the tests start compile the apps, and pytest rewrite the test modules
+# and its plugins (hypothesis, schemathesis), again: ~5 s of CPU each.
 test: install
-	$(VENV)/bin/pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
+	PYTHONDONTWRITEBYTECODE= $(VENV)/bin/pytest -n $(TEST_WORKERS) $(PYTEST_ARGS)
 
 lint: install
 	$(VENV)/bin/lint-imports
