@@ -8,6 +8,8 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Now
+from django.utils.translation import gettext_lazy as _
+from django.utils.translation import pgettext_lazy
 
 from evidence.models import Project
 
@@ -21,14 +23,14 @@ class Job(models.Model):
     """
 
     class Kind(models.TextChoices):
-        IMPORT = "import", "Bundle import"
-        EXPORT = "export", "Audit export"
+        IMPORT = "import", _("Bundle import")
+        EXPORT = "export", _("Audit export")
 
     class State(models.TextChoices):
-        QUEUED = "queued", "Queued"
-        RUNNING = "running", "Running"
-        DONE = "done", "Done"
-        FAILED = "failed", "Failed"
+        QUEUED = "queued", pgettext_lazy("job state", "Queued")
+        RUNNING = "running", pgettext_lazy("job state", "Running")
+        DONE = "done", pgettext_lazy("job state", "Done")
+        FAILED = "failed", pgettext_lazy("job state", "Failed")
 
     code = models.UUIDField(default=uuid.uuid4, unique=True, editable=False)
     kind = models.CharField(max_length=10, choices=Kind)

@@ -6,6 +6,7 @@ from django.contrib import messages
 from django.db import OperationalError
 from django.http import FileResponse, Http404, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext, gettext_lazy
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from evidence.access import membership_for
@@ -19,7 +20,7 @@ from jobs.services import export_queue, import_queue, jobs_sweep
 
 # On SQLite a running import holds the only write lock until it ends: a job queued meanwhile
 # waits busy_timeout (5 s) and is refused. (On PostgreSQL: the database is down.)
-BUSY = (
+BUSY = gettext_lazy(
     "The database did not take the job (busy with another import, or unreachable): "
     "nothing was queued. Try again in a moment."
 )
@@ -31,7 +32,7 @@ def _lead(request: HtmxHttpRequest, slug: str, action: str) -> Membership:
 
 @require_http_methods(["GET", "POST"])
 def bundle_upload(request: HtmxHttpRequest, slug: str) -> HttpResponse:
-    membership = _lead(request, slug, "import runs")
+    membership = _lead(request, slug, gettext_lazy("import runs"))
     project = membership.project
     posted = request.method == "POST"  # bound even when the upload was cut off
     form = BundleUploadForm(
@@ -77,7 +78,7 @@ def bundle_upload(request: HtmxHttpRequest, slug: str) -> HttpResponse:
 
 @require_POST
 def export_start(request: HtmxHttpRequest, slug: str) -> HttpResponse:
-    project = _lead(request, slug, "export audit packages").project
+    project = _lead(request, slug, gettext_lazy("export audit packages")).project
     a, b = request.POST.get("a"), request.POST.get("b")
     try:
         job = export_queue(
@@ -91,7 +92,7 @@ def export_start(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         problem, status = (str(exc), 400) if isinstance(exc, LookupError) else (BUSY, 503)
         if request.htmx:
             return render(request, "jobs/job.html#refused", {"problem": problem}, status=status)
-        messages.error(request, f"Export refused: {problem}")
+        messages.error(request, gettext("Export refused: %(why)s") % {"why": problem})
         return redirect("audit_export", slug)
     if request.htmx:
         return render(request, "jobs/job.html#status", {"project": project, "job": job})
@@ -100,7 +101,7 @@ def export_start(request: HtmxHttpRequest, slug: str) -> HttpResponse:
 
 @require_GET
 def job_detail(request: HtmxHttpRequest, slug: str, code: str) -> HttpResponse:
-    project = _lead(request, slug, "see imports and exports").project
+    project = _lead(request, slug, gettext_lazy("see imports and exports")).project
     jobs_sweep(project=project)
     context = {"project": project, "job": job_for(project=project, code=code)}
     template = "jobs/job.html#status" if request.htmx else "jobs/job.html"
@@ -109,7 +110,7 @@ def job_detail(request: HtmxHttpRequest, slug: str, code: str) -> HttpResponse:
 
 @require_GET
 def job_list(request: HtmxHttpRequest, slug: str) -> HttpResponse:
-    project = _lead(request, slug, "see imports and exports").project
+    project = _lead(request, slug, gettext_lazy("see imports and exports")).project
     jobs_sweep(project=project)
     return render(
         request,
@@ -120,7 +121,7 @@ def job_list(request: HtmxHttpRequest, slug: str) -> HttpResponse:
 
 @require_GET
 def job_download(request: HtmxHttpRequest, slug: str, code: str) -> HttpResponse:
-    project = _lead(request, slug, "export audit packages").project
+    project = _lead(request, slug, gettext_lazy("export audit packages")).project
     job = job_for(project=project, code=code)
     if job.kind != Job.Kind.EXPORT or job.state != Job.State.DONE:
         raise Http404("This job made no package.")

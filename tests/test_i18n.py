@@ -22,15 +22,19 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
+from django.core.files.uploadedfile import SimpleUploadedFile
 from django.core.management import call_command
 from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
-from django.urls import reverse
+from django.urls import resolve, reverse
 
 from cards.models import Claim
 from cards.views.card_cache import fragments
+from jobs.models import Job
 from tests.cards.conftest import judge
+from tests.conftest import bundle_bytes
+from tests.factories import synthetic_bundle
 
 ROOT = Path(__file__).resolve().parent.parent
 CATALOG = ROOT / "locale" / "it" / "LC_MESSAGES" / "django.po"
@@ -206,6 +210,43 @@ def test_every_page_of_a_lead_is_in_italian(italian, lead, judged):
     italian.force_login(lead)
     for name, args in LEAD_PAGES:
         assert_in_italian(italian.get(reverse(name, args=args)), phrases)
+
+
+def lead_job(browser: Client, url: str, data: dict) -> Job:
+    """The job a lead's POST queues (and, in the tests, runs at once), from its page's URL."""
+    response = browser.post(url, data)
+    assert response.status_code == 302, response
+    return Job.objects.get(code=resolve(response["Location"]).kwargs["code"])
+
+
+def test_every_job_page_of_a_lead_is_in_italian(italian, lead, judged):
+    """The jobs page, an import done, an import refused, an export done, one waiting for a
+    worker, and the upload page with its recent imports."""
+    phrases = english_phrases(read_catalog(CATALOG))
+    italian.force_login(lead)
+    upload = reverse("bundle_upload", args=["demo"])
+    bundle = bundle_bytes(*synthetic_bundle(run_id="nuova-r1", cases=1))
+    imported = lead_job(italian, upload, {"bundle": SimpleUploadedFile("nuova.jsonl", bundle)})
+    broken = SimpleUploadedFile("rotta.jsonl", bundle + b"not json\n")
+    refused = lead_job(italian, upload, {"bundle": broken})
+    exported = lead_job(italian, reverse("export_start", args=["demo"]), {"run": "q017-r1"})
+    queued = Job.objects.create(kind=Job.Kind.IMPORT, project=imported.project, requested_by=lead)
+    expected = {
+        imported: "Esecuzione nuova-r1 importata",
+        refused: "Rifiutato: non è stato salvato nulla",
+        exported: "Pacchetto pronto",
+        queued: "In attesa di un worker.",
+    }
+    for job, italian_text in expected.items():
+        page = italian.get(reverse("job_detail", args=["demo", job.code]))
+        assert_in_italian(page, phrases)
+        assert italian_text in re.sub(r"<[^>]+>", "", shown(page))
+    listed = italian.get(reverse("job_list", args=["demo"]))
+    assert_in_italian(listed, phrases)
+    assert "Non riuscita" in shown(listed) and "Completata" in shown(listed)
+    with_imports = italian.get(upload)
+    assert_in_italian(with_imports, phrases)
+    assert "Importazioni recenti" in shown(with_imports)
 
 
 def test_the_login_page_and_a_refused_login_are_in_italian(italian, reviewer):
