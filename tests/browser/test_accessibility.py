@@ -95,7 +95,7 @@ def test_the_figures_page_with_judges_against_people_meets_no_serious_violation(
 def test_an_export_jobs_status_and_page_meet_no_serious_violation(page):
     log_in(page, "lead")
     page.goto("/p/demo/audit/")
-    page.get_by_label("q017-r2").check()
+    page.locator("input[name=run][value=q017-r2]").check()
     page.get_by_role("button", name="Export package").click()
     page.locator("#package-id").wait_for(timeout=30_000)
     assert serious_violations(page) == []
