@@ -22,6 +22,14 @@ from jobs.progress import Counts, progress_path, read_progress, upload_path
 
 State = Job.State
 
+# On SQLite a running import holds the only write lock until it ends: a job queued meanwhile
+# waits busy_timeout (5 s) and is refused. (On PostgreSQL: the database is down.) The pages
+# and the API say this when queuing raises OperationalError.
+BUSY = (
+    "The database did not take the job (busy with another import, or unreachable): "
+    "nothing was queued. Try again in a moment."
+)
+
 
 def import_queue(
     *,
