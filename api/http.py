@@ -110,8 +110,13 @@ def body_upload(request: HttpRequest, *, name: str, limit: int) -> UploadedFile:
         f"The body is larger than {limit:,} bytes; uploads are limited to {limit:,} bytes "
         "(BUNDLE_UPLOAD_MAX_BYTES). Use `manage.py import_bundle` for larger bundles.",
     )
+    length = request.META.get("CONTENT_LENGTH")
+    if not length:
+        # A chunked body: the WSGI server would hand Django none of it, and the import
+        # would fail as empty, which says nothing of the cause.
+        raise ApiError(411, "Send the body with its Content-Length (curl --data-binary does).")
     try:
-        declared = int(request.META.get("CONTENT_LENGTH") or 0)
+        declared = int(length)
     except ValueError:
         raise BadRequest("Content-Length is not a number.") from None
     if declared > limit:

@@ -460,6 +460,7 @@ def document() -> dict[str, Any]:
                     },
                 },
                 errors={
+                    "411": _error("The body came without a Content-Length (chunked)."),
                     "413": _error("The body is larger than BUNDLE_UPLOAD_MAX_BYTES."),
                     "415": _error("The body's Content-Type is not one of those listed."),
                 },

@@ -139,6 +139,14 @@ def test_a_body_longer_than_its_content_length_says_is_still_cut_at_the_limit():
     assert refused.value.status == 413
 
 
+def test_a_body_without_a_content_length_is_411(api_as, lead):
+    api = api_as(lead)
+    response = api.generic("POST", IMPORTS, Q017, content_type=NDJSON, CONTENT_LENGTH="")
+    assert response.status_code == 411
+    assert "Content-Length" in response.json()["error"]
+    assert not Job.objects.exists()
+
+
 def test_a_body_of_another_type_is_415(api_as, lead):
     response = post_bundle(api_as(lead), Q017, content_type="application/x-www-form-urlencoded")
     assert response.status_code == 415
