@@ -8,7 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from ingest.forms import FORMAT_CHOICES
+
 RUN_ID = r"^[A-Za-z0-9._:-]{1,100}$"  # the bundle's charset (replay.Run)
+FORMATS = [value for value, _label in FORMAT_CHOICES]
 
 PROPORTION = {
     "description": "k of n with its Wilson 95 % interval; null when n is 0.",
@@ -215,6 +218,53 @@ RUNS = _object(
         },
     }
 )
+NULLABLE_TIME = {"type": ["string", "null"], "format": "date-time"}
+NULLABLE_PATH = {"type": ["string", "null"]}
+JOB = _object(
+    {
+        "code": {"type": "string", "format": "uuid"},
+        "kind": {"enum": ["import", "export"]},
+        "state": {"enum": ["queued", "running", "done", "failed"]},
+        "project": {"type": "string"},
+        "requested_by": {"type": ["string", "null"]},
+        "options": {"type": "object", "description": "What was asked, as the request said it."},
+        "created_at": {"type": "string", "format": "date-time"},
+        "started_at": NULLABLE_TIME,
+        "finished_at": NULLABLE_TIME,
+        "progress": _object(
+            {
+                "size_bytes": {"type": ["integer", "null"], "minimum": 0},
+                "bytes_read": COUNT,
+                "lines_read": COUNT,
+                "cases_stored": COUNT,
+                "percent": {"type": ["integer", "null"], "minimum": 0, "maximum": 100},
+            }
+        ),
+        "errors": {
+            "type": "array",
+            "items": {"type": "string"},
+            "description": "Why a failed job stored nothing: an import's `line N: …` problems.",
+        },
+        "result": {
+            "type": "object",
+            "description": "A done import's summary (`run_id`, counts), a done export's "
+            "`package_id` and `runs`; empty before.",
+            "properties": {
+                "run_id": {"type": "string"},
+                "package_id": {"type": "string", "pattern": "^[0-9a-f]{64}$"},
+            },
+        },
+        "links": _object(
+            {
+                "self": {"type": "string"},
+                "page": {"type": "string"},
+                "metrics": {**NULLABLE_PATH, "description": "The imported run's figures."},
+                "package": {**NULLABLE_PATH, "description": "The export's package, once done."},
+            }
+        ),
+    },
+    description="A bundle import or an audit export, run by a worker.",
+)
 ERROR = _object({"error": {"type": "string"}})
 
 
@@ -235,6 +285,9 @@ def _ok(schema: str) -> dict[str, Any]:
 UNAUTHORIZED = _error("No token, or one that is revoked or was never issued.")
 NOT_FOUND = _error("No such project for this token's user (outsiders too), or no such run.")
 BLIND = _error("The project reviews blind and the user is a reviewer, not a lead.")
+LEAD_ONLY = _error("The token's user is a member but not a lead of the project.")
+NO_JOB = _error("No such project for this token's user (outsiders too), or no such job in it.")
+BUSY = _error("The database did not take the job (on SQLite: busy with another import).")
 BAD = _error(
     "A query parameter is wrong (the message says which), or holds a NUL character, which "
     "every operation refuses."
@@ -250,6 +303,8 @@ def _parameter(name: str, where: str, schema: dict, example: str = "", **more: A
     return parameter
 
 
+# A job's code in the examples (tests/api/test_api_schema.py makes a done export of it).
+EXAMPLE_JOB = "00000000-0000-4000-8000-00000000e0a1"
 SLUG = _parameter("slug", "path", {"type": "string", "pattern": r"^[-a-zA-Z0-9_]{1,50}$"}, "demo")
 RUN = _parameter("run_id", "path", {"type": "string", "pattern": RUN_ID}, "q017-r1")
 SOURCE = _parameter(
@@ -276,6 +331,41 @@ def _get(summary: str, parameters: list[dict], ok: str, *errors: tuple[str, dict
             "responses": {"200": _ok(ok), "400": BAD, "401": UNAUTHORIZED, **dict(errors)},
         }
     }
+
+
+def _queue(summary: str, operation: str, parameters: list[dict], **more: Any) -> dict:
+    """A POST that queues a job: 202 with the job, its URL in Location; a lead's only."""
+    queued = _ok("Job") | {
+        "description": "Queued: the job as it is now; poll its `links.self` until it is over.",
+        "headers": {
+            "Location": {
+                "description": "The job's URL (its `links.self`).",
+                "required": True,
+                "schema": {"type": "string"},
+            }
+        },
+    }
+    responses = {
+        "202": queued, "400": BAD, "401": UNAUTHORIZED, "403": LEAD_ONLY, "404": NOT_FOUND,
+        **more.pop("errors", {}), "503": BUSY,
+    }  # fmt: skip
+    return {
+        "post": {
+            "summary": summary,
+            "operationId": operation,
+            "parameters": parameters,
+            **more,
+            "responses": responses,
+        }
+    }
+
+
+def _flag(name: str, description: str) -> dict:
+    return _parameter(name, "query", {"type": "boolean"}, description=description)
+
+
+BUNDLE_BODY = {"type": "string", "format": "binary"}
+CODE = _parameter("code", "path", {"type": "string", "format": "uuid"}, EXAMPLE_JOB)
 
 
 def document() -> dict[str, Any]:
@@ -336,6 +426,104 @@ def document() -> dict[str, Any]:
                 ("403", BLIND),
                 ("404", NOT_FOUND),
             ),
+            "/projects/{slug}/imports": _queue(
+                "Import a bundle (the upload page): the body is the file, as it is.",
+                "importBundle",
+                [
+                    SLUG,
+                    _flag("dry_run", "Check only: validate everything, store nothing."),
+                    _flag(
+                        "new_expectation_versions",
+                        "Record changed case expectations as new versions.",
+                    ),
+                    _parameter(
+                        "format",
+                        "query",
+                        {"enum": FORMATS},
+                        description="The body's format; any but `bundle` is converted first "
+                        "(docs/import-formats.md). Default: bundle.",
+                    ),
+                    _parameter(
+                        "run_id",
+                        "query",
+                        RUN["schema"],
+                        description="A converted file's run id (default: `api-upload`).",
+                    ),
+                ],
+                requestBody={
+                    "required": True,
+                    "description": "JSON Lines (evidence-bundle/1, or the `format` named), "
+                    "plain or gzip-compressed, at most BUNDLE_UPLOAD_MAX_BYTES.",
+                    "content": {
+                        "application/x-ndjson": {"schema": BUNDLE_BODY},
+                        "application/gzip": {"schema": BUNDLE_BODY},
+                    },
+                },
+                errors={
+                    "411": _error("The body came without a Content-Length (chunked)."),
+                    "413": _error("The body is larger than BUNDLE_UPLOAD_MAX_BYTES."),
+                    "415": _error("The body's Content-Type is not one of those listed."),
+                },
+            ),
+            "/projects/{slug}/audit-packages": _queue(
+                "Export an audit package (`export_audit`) as a job.",
+                "exportAuditPackage",
+                [
+                    SLUG,
+                    _parameter(
+                        "runs",
+                        "query",
+                        {"type": "array", "items": RUN["schema"]},
+                        description="The runs to include (as `--run`); default: every run.",
+                        style="form",
+                        explode=True,
+                    ),
+                    _parameter(
+                        "compare",
+                        "query",
+                        {"type": "array", "items": RUN["schema"], "minItems": 2, "maxItems": 2},
+                        description="Two runs compared in the package, A (before) then B "
+                        "(after), as `--compare RUN_A RUN_B`.",
+                        style="form",
+                        explode=True,
+                    ),
+                    SOURCE,
+                ],
+            ),
+            "/projects/{slug}/jobs/{code}": {
+                "get": {
+                    "summary": "A job: its state, progress, errors, result and links.",
+                    "operationId": "job",
+                    "parameters": [SLUG, CODE],
+                    "responses": {
+                        "200": _ok("Job"),
+                        "400": BAD,
+                        "401": UNAUTHORIZED,
+                        "403": LEAD_ONLY,
+                        "404": NO_JOB,
+                    },
+                }
+            },
+            "/projects/{slug}/jobs/{code}/package": {
+                "get": {
+                    "summary": "A done export's package (the zip `export_audit` writes).",
+                    "operationId": "jobPackage",
+                    "parameters": [SLUG, CODE],
+                    "responses": {
+                        "200": {
+                            "description": "The package, evidence-audit/1.",
+                            "content": {"application/zip": {"schema": BUNDLE_BODY}},
+                        },
+                        "400": BAD,
+                        "401": UNAUTHORIZED,
+                        "403": LEAD_ONLY,
+                        "404": _error(
+                            "No such project or job, or the job made no package (yet): an "
+                            "import, or an export not done."
+                        ),
+                    },
+                }
+            },
         },
         "components": {
             "securitySchemes": {"token": {"type": "http", "scheme": "bearer"}},
@@ -347,6 +535,7 @@ def document() -> dict[str, Any]:
                 "RunMetrics": RUN_METRICS,
                 "RunAgreement": RUN_AGREEMENT,
                 "Comparison": COMPARISON,
+                "Job": JOB,
             },
         },
     }

@@ -12,8 +12,9 @@ from django.core.exceptions import BadRequest
 from django.http import HttpRequest, JsonResponse
 from django.views.decorators.http import require_GET
 
-from api.http import api_get
+from api.http import api_get, json_answer
 from api.openapi import document
+from api.params import source_of
 from cards.blind import require_unblinded
 from cards.progress import runs_for_project
 from cards.reports import run_agreement_json, run_metrics_json
@@ -23,21 +24,17 @@ from evidence.selectors import memberships_for_user
 from replay.selectors import run_for_project
 
 
-def _json(data: dict) -> JsonResponse:
-    return JsonResponse(data, json_dumps_params={"ensure_ascii": False})
-
-
 # Public: the document says what the API accepts, which the repository says anyway.
 @login_not_required
 @require_GET
 def openapi(request: HttpRequest) -> JsonResponse:
-    return _json(document())
+    return json_answer(document())
 
 
 @api_get
 def projects(request: HttpRequest) -> JsonResponse:
     memberships = memberships_for_user(user=request.user)
-    return _json(
+    return json_answer(
         {
             "projects": [
                 {"slug": m.project.slug, "name": m.project.name, "role": m.role}
@@ -51,7 +48,7 @@ def projects(request: HttpRequest) -> JsonResponse:
 def runs(request: HttpRequest, slug: str) -> JsonResponse:
     """The project page's runs, newest import first."""
     project = membership_for(user=request.user, slug=slug).project
-    return _json(
+    return json_answer(
         {
             "project": project.slug,
             "runs": [
@@ -78,8 +75,8 @@ def run_metrics(request: HttpRequest, slug: str, run_id: str) -> JsonResponse:
     membership = membership_for(user=request.user, slug=slug)
     require_unblinded(membership)
     run = run_for_project(project=membership.project, run_id=run_id)
-    annotator, consensus = _source(request)
-    return _json(run_metrics_json(run=run, annotator=annotator, consensus=consensus))
+    annotator, consensus = source_of(request)
+    return json_answer(run_metrics_json(run=run, annotator=annotator, consensus=consensus))
 
 
 @api_get
@@ -89,7 +86,7 @@ def run_agreement(request: HttpRequest, slug: str, run_id: str) -> JsonResponse:
     require_unblinded(membership)
     run = run_for_project(project=membership.project, run_id=run_id)
     annotators = [name for name in request.GET.getlist("annotators") if name]
-    return _json(run_agreement_json(run=run, annotators=annotators))
+    return json_answer(run_agreement_json(run=run, annotators=annotators))
 
 
 @api_get
@@ -101,22 +98,7 @@ def compare(request: HttpRequest, slug: str) -> JsonResponse:
     if not all(run_ids):
         raise BadRequest("Name both runs: ?a=RUN_A&b=RUN_B (A before, B after).")
     run_a, run_b = (run_for_project(project=membership.project, run_id=r) for r in run_ids)
-    annotator, consensus = _source(request)
-    return _json(
+    annotator, consensus = source_of(request)
+    return json_answer(
         comparison_json(run_a=run_a, run_b=run_b, annotator=annotator, consensus=consensus)
     )
-
-
-def _source(request: HttpRequest) -> tuple[str | None, bool]:
-    """`?source=default|consensus|annotator:NAME`, the labels of the JSON's `verdicts_from`
-    and of the figures page, as the commands' `--annotator NAME` and `--consensus`.
-
-    One parameter, not two: an annotator and the consensus at once would be a request the
-    document allows and the API refuses.
-    """
-    label = request.GET.get("source", "default")
-    if label in {"default", "consensus"}:
-        return None, label == "consensus"
-    if label.startswith("annotator:") and label != "annotator:":
-        return label.removeprefix("annotator:"), False
-    raise BadRequest("source is default, consensus or annotator:NAME.")

@@ -14,6 +14,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.files.uploadedfile import UploadedFile
 from django.db import OperationalError, transaction
 from django.utils import timezone
+from django.utils.translation import gettext_lazy
 
 from audit.services import audit_package
 from evidence.models import Project
@@ -21,6 +22,14 @@ from jobs.models import Job
 from jobs.progress import Counts, progress_path, read_progress, upload_path
 
 State = Job.State
+
+# On SQLite a running import holds the only write lock until it ends: a job queued meanwhile
+# waits busy_timeout (5 s) and is refused. (On PostgreSQL: the database is down.) The pages
+# and the API say this when queuing raises OperationalError.
+BUSY = gettext_lazy(
+    "The database did not take the job (busy with another import, or unreachable): "
+    "nothing was queued. Try again in a moment."
+)
 
 
 def import_queue(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from django.contrib import messages
 from django.db import OperationalError
-from django.http import FileResponse, Http404, HttpResponse
+from django.http import FileResponse, HttpResponse
 from django.shortcuts import redirect, render
 from django.utils.translation import gettext, gettext_lazy
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -14,16 +14,8 @@ from evidence.http import HtmxHttpRequest
 from evidence.models import Membership, Role
 from ingest.forms import BundleUploadForm
 from jobs.models import Job
-from jobs.progress import package_path
-from jobs.selectors import job_for, project_jobs
-from jobs.services import export_queue, import_queue, jobs_sweep
-
-# On SQLite a running import holds the only write lock until it ends: a job queued meanwhile
-# waits busy_timeout (5 s) and is refused. (On PostgreSQL: the database is down.)
-BUSY = gettext_lazy(
-    "The database did not take the job (busy with another import, or unreachable): "
-    "nothing was queued. Try again in a moment."
-)
+from jobs.selectors import job_for, job_package, package_name, project_jobs
+from jobs.services import BUSY, export_queue, import_queue, jobs_sweep
 
 
 def _lead(request: HtmxHttpRequest, slug: str, action: str) -> Membership:
@@ -122,15 +114,10 @@ def job_list(request: HtmxHttpRequest, slug: str) -> HttpResponse:
 @require_GET
 def job_download(request: HtmxHttpRequest, slug: str, code: str) -> HttpResponse:
     project = _lead(request, slug, gettext_lazy("export audit packages")).project
-    job = job_for(project=project, code=code)
-    if job.kind != Job.Kind.EXPORT or job.state != Job.State.DONE:
-        raise Http404("This job made no package.")
-    path = package_path(str(job.code))
-    if not path.exists():
-        raise Http404("The package file is gone.")
+    job, path = job_package(project=project, code=code)
     return FileResponse(
         path.open("rb"),
         as_attachment=True,
-        filename=f"audit-{project.slug}-{job.result['package_id'][:12]}.zip",
+        filename=package_name(job),
         content_type="application/zip",
     )
