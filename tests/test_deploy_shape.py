@@ -4,8 +4,9 @@ docs/deploy.md's shape, as subprocesses on loopback: two gunicorn instances
 (config/gunicorn.py, DEBUG=0, one gthread worker of 4 threads each, on two ports) and
 two `manage.py db_worker` processes, all on one scratch PostgreSQL database and one
 JOBS_DIR (the shared volume of a real site). A lead uploads bundles through the
-upload page, alternately on either server, while 8 clients save verdicts on the
-q017-r1 claims of the demo, each request on the other server than its last. The 8
+upload page, alternately on either server, and asks for an audit package of q017-r1,
+while 8 clients save verdicts on that run's claims, each request on the other server
+than its last. The 8
 clients are 4 reviewers in two windows each, so a save is refused as stale (409)
 whenever the same reviewer's other window saved on that claim since; the client then
 takes the fresh form from the card it got back and saves the same reason again, as
@@ -15,7 +16,8 @@ Afterwards: every claim's chain (claim and verdict revisions) numbers 1..n and e
 row seals its document and links to the one before (`cards.chain`); every
 acknowledged save is stored exactly once, with the seq it was acknowledged with, and
 a refused one not at all; every job is done, started by one worker once (our Job
-row's `worker`, django-tasks-db's `worker_ids`), and its run stored once; each
+row's `worker`, django-tasks-db's `worker_ids`), each imported run stored once, and the
+package, downloaded from the other server, passes `audit.verify` with the key; each
 process stops with status 0 on SIGTERM. The figures (saves a second, 409s, jobs per
 worker) are printed: `pytest -m deploy -s` shows them (docs/performance.md).
 """
@@ -45,6 +47,7 @@ import requests
 from django.db import connection
 from psycopg import sql
 
+from audit.verify import verify
 from cards.chain import claim_revision_document, seal, verdict_revision_document
 from tests.conftest import AUDIT_KEY, ROOT, bundle_bytes, free_port
 from tests.factories import synthetic_bundle
@@ -106,8 +109,9 @@ class Site:
     def start(self, name: str, command: list[str], **env: str) -> subprocess.Popen:
         log = (self.folder / f"{name}.log").open("ab")
         process = subprocess.Popen(
-            command, env=self.env | env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT
-        )
+            command, env=self.env | env, cwd=ROOT, stdout=log, stderr=subprocess.STDOUT,
+            start_new_session=True,  # a group of its own: gunicorn's workers go with it
+        )  # fmt: skip
         log.close()
         self.processes[name] = process
         return process
@@ -156,7 +160,7 @@ def site(tmp_path) -> Iterator[Site]:
     finally:
         for process in scratch.processes.values():  # whatever a failure left running
             if process.poll() is None:
-                process.kill()
+                os.killpg(process.pid, signal.SIGKILL)
                 process.wait(timeout=30)
         with admin_connection() as admin:
             admin.execute(
@@ -248,9 +252,10 @@ class Client:
                 self.other.append(f"{key}: still stale after 10 attempts")
 
 
-def upload_bundles(site: Site, ports: list[int], bundles: list[Path]) -> list[str]:
-    """The lead uploads each bundle through the upload page, on either server in turn."""
-    session = login(ports[0], "lead")
+def queue_jobs(lead: requests.Session, ports: list[int], bundles: list[Path]) -> list[str]:
+    """The lead uploads each bundle through the upload page, on either server in turn, then
+    asks for an audit package of the run being judged: the jobs' codes, the export's last."""
+    session = lead
     codes = []
     for i, path in enumerate(bundles):
         page = f"http://127.0.0.1:{ports[i % len(ports)]}/p/{PROJECT}/import/"
@@ -264,7 +269,26 @@ def upload_bundles(site: Site, ports: list[int], bundles: list[Path]) -> list[st
             )  # fmt: skip
         assert answer.status_code == 302, (answer.status_code, answer.text[:500])
         codes.append(answer.headers["Location"].rstrip("/").rsplit("/", 1)[-1])
+    answer = session.post(
+        f"http://127.0.0.1:{ports[-1]}/p/{PROJECT}/audit/export/", data={"run": RUN_ID},
+        headers={"X-CSRFToken": session.cookies["csrftoken"]}, allow_redirects=False, timeout=60,
+    )  # fmt: skip
+    assert answer.status_code == 302, (answer.status_code, answer.text[:500])
+    codes.append(answer.headers["Location"].rstrip("/").rsplit("/", 1)[-1])
     return codes
+
+
+def package_verified(site: Site, lead: requests.Session, port: int, code: str) -> dict:
+    """The export's package, downloaded from `port` (the other server than the one that
+    queued it), checked by the standalone verifier with the signing key: its counts."""
+    (package_id,) = site.rows("SELECT result->>'package_id' FROM jobs_job WHERE code = %s", code)[
+        0
+    ]
+    answer = lead.get(f"http://127.0.0.1:{port}/p/{PROJECT}/jobs/{code}/package.zip", timeout=60)
+    assert answer.status_code == 200, answer.status_code
+    path = site.folder / "package.zip"
+    path.write_bytes(answer.content)
+    return verify(str(path), package_id, AUDIT_KEY.encode())
 
 
 def wait_for_jobs(site: Site, codes: list[str], timeout: float) -> None:
@@ -343,16 +367,18 @@ def broken_chains(site: Site) -> tuple[int, list[str]]:
     return len(chains), problems
 
 
-def stop(site: Site, name: str) -> int:
-    process = site.processes[name]
-    process.send_signal(signal.SIGTERM)
-    try:
-        return process.wait(timeout=60)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-        log = site.log(name)
-        raise AssertionError(f"{name} did not stop within 60 s of SIGTERM:\n{log}") from None
+def stop_all(site: Site) -> dict[str, int]:
+    """SIGTERM to every process at once, as a supervisor stopping the site: their statuses."""
+    for process in site.processes.values():
+        process.send_signal(signal.SIGTERM)
+    statuses = {}
+    for name, process in site.processes.items():
+        try:
+            statuses[name] = process.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            log = site.log(name)
+            raise AssertionError(f"{name} did not stop within 60 s of SIGTERM:\n{log}") from None
+    return statuses
 
 
 def test_two_servers_and_two_workers_on_one_database(site, tmp_path):
@@ -395,7 +421,8 @@ def test_two_servers_and_two_workers_on_one_database(site, tmp_path):
     threads = [threading.Thread(target=client.run, args=(until,)) for client in clients]
     for thread in threads:
         thread.start()
-    codes = upload_bundles(site, ports, bundles)
+    lead = login(ports[0], "lead")
+    codes = queue_jobs(lead, ports, bundles)
     for thread in threads:
         thread.join(timeout=SAVE_SECONDS + 120)
     saved_for = time.monotonic() - started
@@ -403,13 +430,17 @@ def test_two_servers_and_two_workers_on_one_database(site, tmp_path):
     assert not any(thread.is_alive() for thread in threads), "a client is stuck"
     wait_for_jobs(site, codes, timeout=120)
     jobs_over = time.monotonic() - started
+    package = package_verified(site, lead, ports[0], codes[-1])
+    assert package["chains"] > 0 and package["signed"] == 1, package
 
     # Each process stops on SIGTERM, with status 0: the servers finish their requests,
     # the workers the job they run (none by now).
+    for session in [lead, *(client.session for client in clients)]:
+        session.close()  # no idle keep-alive connection for a server to wait out
     stopping = time.monotonic()
-    for name in site.processes:
-        assert stop(site, name) == 0, f"{name}:\n{site.log(name)}"
+    statuses = stop_all(site)
     stopped = time.monotonic() - stopping
+    assert statuses == dict.fromkeys(statuses, 0), "\n".join(map(site.log, statuses))
 
     # Every save was either acknowledged or refused as stale, nothing else.
     assert [c.other for c in clients] == [[]] * CLIENTS
@@ -431,10 +462,10 @@ def test_two_servers_and_two_workers_on_one_database(site, tmp_path):
     chains, problems = broken_chains(site)
     assert problems == []
 
-    # Every job done once, by one worker, and its run stored once.
+    # Every job (the imports, the export) done once, by one worker; each run stored once.
     jobs = site.rows(
         "SELECT j.code::text, j.state, j.errors, j.worker, j.started_at, j.finished_at,"
-        " j.options->>'source_name', t.status, t.worker_ids"
+        " j.kind, t.status, t.worker_ids"
         " FROM jobs_job j JOIN django_tasks_database_dbtaskresult t ON t.id::text = j.task_id"
     )
     assert sorted(job[0] for job in jobs) == sorted(codes)
@@ -452,14 +483,14 @@ def test_two_servers_and_two_workers_on_one_database(site, tmp_path):
     )
     assert sorted(runs) == [(f"shape-r{i}", 1) for i in range(IMPORTS)]
     # The imports ran while the clients saved (this machine's clock is the database's).
-    during = sum(1 for job in jobs if job[4] < saves_ended)
+    during = sum(1 for job in jobs if job[4] < saves_ended and job[6] == "import")
     assert during, "no import started while the clients saved"
     print(
         f"\ndeploy shape: {len(acked)} saves acknowledged in {saved_for:.1f} s "
         f"({len(acked) / saved_for:.1f}/s) by {CLIENTS} clients through 2 servers, "
-        f"{len(refused)} stale (409) and saved again; {len(jobs)} imports of "
+        f"{len(refused)} stale (409) and saved again; {IMPORTS} imports of "
         f"{IMPORT_CASES} cases ({during} started while the clients saved) done by 2 workers "
-        f"({dict(sorted(ran_by.items()))}), "
+        f"with the export ({dict(sorted(ran_by.items()))}), "
         f"all over {jobs_over:.1f} s after the first save; {chains} chains verified; "
         f"site ready (migrate, demo, servers up) in {ready:.1f} s, stopped in {stopped:.1f} s"
     )
