@@ -210,6 +210,7 @@ class Client:
     refused: list[str] = field(default_factory=list)  # the reasons of the stale attempts
     other: list[str] = field(default_factory=list)  # anything else: the test fails
     requests: int = 0
+    seconds: list[float] = field(default_factory=list)  # each POST, 200 or 409
 
     def run(self, until: float) -> None:
         own: dict[str, str] = {}
@@ -222,6 +223,7 @@ class Client:
             for _attempt in range(10):  # a stale form is saved again, from the fresh card
                 port = self.ports[self.requests % len(self.ports)]
                 self.requests += 1
+                sent = time.monotonic()
                 answer = self.session.post(
                     f"http://127.0.0.1:{port}/p/{PROJECT}/runs/{RUN_ID}/cases/{CASE_ID}"
                     f"/claims/{key}/verdict/",
@@ -235,6 +237,7 @@ class Client:
                     },
                     timeout=60,
                 )  # fmt: skip
+                self.seconds.append(time.monotonic() - sent)
                 fresh = OWN_SEQ.search(answer.text)
                 if fresh:
                     own[key] = fresh[1]
@@ -485,11 +488,16 @@ def test_two_servers_and_two_workers_on_one_database(site, tmp_path):
     # The imports ran while the clients saved (this machine's clock is the database's).
     during = sum(1 for job in jobs if job[4] < saves_ended and job[6] == "import")
     assert during, "no import started while the clients saved"
+    took = sorted((job[5] - job[4]).total_seconds() for job in jobs if job[6] == "import")
+    seconds = sorted(t for client in clients for t in client.seconds)
+    p50, p95 = (seconds[int(len(seconds) * q)] * 1000 for q in (0.5, 0.95))
     print(
         f"\ndeploy shape: {len(acked)} saves acknowledged in {saved_for:.1f} s "
         f"({len(acked) / saved_for:.1f}/s) by {CLIENTS} clients through 2 servers, "
-        f"{len(refused)} stale (409) and saved again; {IMPORTS} imports of "
-        f"{IMPORT_CASES} cases ({during} started while the clients saved) done by 2 workers "
+        f"{len(refused)} stale (409) and saved again (POST p50 {p50:.0f} ms, p95 {p95:.0f} ms, "
+        f"{len(seconds) / saved_for:.1f}/s); {IMPORTS} imports of "
+        f"{IMPORT_CASES} cases ({during} started while the clients saved; {took[0]:.1f} to "
+        f"{took[-1]:.1f} s each) done by 2 workers "
         f"with the export ({dict(sorted(ran_by.items()))}), "
         f"all over {jobs_over:.1f} s after the first save; {chains} chains verified; "
         f"site ready (migrate, demo, servers up) in {ready:.1f} s, stopped in {stopped:.1f} s"
