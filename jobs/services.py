@@ -16,6 +16,7 @@ from django.db import OperationalError, transaction
 from django.utils import timezone
 
 from audit.services import audit_package
+from evidence.logs import request_id
 from evidence.models import Project
 from jobs.models import Job
 from jobs.progress import Counts, progress_path, read_progress, upload_path
@@ -57,6 +58,7 @@ def import_queue(
             "new_expectation_versions": new_expectation_versions,
             "source_format": source_format,
             "run_id": run_id,
+            "request_id": request_id.get(),
         },
     )
     target = upload_path(str(job.code))
@@ -92,7 +94,12 @@ def export_queue(
             kind=Job.Kind.EXPORT,
             project=project,
             requested_by=_user(user),
-            options={"runs": run_ids or [], "compare": compare or [], "source": source},
+            options={
+                "runs": run_ids or [],
+                "compare": compare or [],
+                "source": source,
+                "request_id": request_id.get(),
+            },
         )
         queued = export_run.enqueue(code=str(job.code))
         Job.objects.filter(pk=job.pk).update(task_id=queued.id)

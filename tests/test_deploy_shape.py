@@ -6,11 +6,10 @@ two `manage.py db_worker` processes, all on one scratch PostgreSQL database and 
 JOBS_DIR (the shared volume of a real site). A lead uploads bundles through the
 upload page, alternately on either server, and asks for an audit package of q017-r1,
 while 8 clients save verdicts on that run's claims, each request on the other server
-than its last. The 8
-clients are 4 reviewers in two windows each, so a save is refused as stale (409)
-whenever the same reviewer's other window saved on that claim since; the client then
-takes the fresh form from the card it got back and saves the same reason again, as
-a person would.
+than its last. The 8 clients are 4 reviewers in two windows each, so a save is refused
+as stale (409) whenever the same reviewer's other window saved on that claim since; the
+client then takes the fresh form from the card it got back and saves the same reason
+again, as a person would.
 
 Afterwards: every claim's chain (claim and verdict revisions) numbers 1..n and each
 row seals its document and links to the one before (`cards.chain`); every
@@ -18,8 +17,10 @@ acknowledged save is stored exactly once, with the seq it was acknowledged with,
 a refused one not at all; every job is done, started by one worker once (our Job
 row's `worker`, django-tasks-db's `worker_ids`), each imported run stored once, and the
 package, downloaded from the other server, passes `audit.verify` with the key; each
-process stops with status 0 on SIGTERM. The figures (saves a second, 409s, jobs per
-worker) are printed: `pytest -m deploy -s` shows them (docs/performance.md).
+process stops with status 0 on SIGTERM; every line they logged is JSON
+(LOG_FORMAT=json), and each save's access line carries the X-Request-ID its client
+sent. The figures (saves a second, 409s, jobs per worker) are printed:
+`pytest -m deploy -s` shows them (docs/performance.md).
 """
 
 from __future__ import annotations
@@ -146,7 +147,8 @@ def site(tmp_path) -> Iterator[Site]:
         # Production's settings, served over plain http on loopback (as the benchmarks).
         "DEBUG": "0", "SECRET_KEY": secrets.token_urlsafe(50), "ALLOWED_HOSTS": "127.0.0.1",
         "STATIC_MANIFEST": "0", "SECURE_SSL_REDIRECT": "0", "SECURE_HSTS_SECONDS": "0",
-        "SECURE_COOKIES": "0", "LOG_LEVEL": "WARNING", "DEMO_PASSWORD": PASSWORD,
+        "SECURE_COOKIES": "0", "LOG_LEVEL": "WARNING", "LOG_FORMAT": "json",
+        "DEMO_PASSWORD": PASSWORD,
         "JOBS_DIR": str(tmp_path / "jobs"), "AUDIT_SIGNING_KEY": AUDIT_KEY,
         "AUDIT_ANCHOR_DIR": str(tmp_path / "anchors"), "WEB_WORKERS": "1", "WEB_THREADS": "4",
     }  # fmt: skip
@@ -234,10 +236,15 @@ class Client:
                     },
                     headers={
                         "HX-Request": "true", "X-CSRFToken": self.session.cookies["csrftoken"],
+                        # As a proxy names each request: the servers log it, and send it back.
+                        "X-Request-ID": f"shape-{self.index}-{self.requests}",
                     },
                     timeout=60,
                 )  # fmt: skip
                 self.seconds.append(time.monotonic() - sent)
+                if answer.headers.get("X-Request-ID") != f"shape-{self.index}-{self.requests}":
+                    self.other.append(f"X-Request-ID {answer.headers.get('X-Request-ID')}")
+                    return
                 fresh = OWN_SEQ.search(answer.text)
                 if fresh:
                     own[key] = fresh[1]
@@ -370,6 +377,18 @@ def broken_chains(site: Site) -> tuple[int, list[str]]:
     return len(chains), problems
 
 
+def json_lines(site: Site) -> list[dict]:
+    """Every line every process logged, each one JSON object (LOG_FORMAT=json)."""
+    entries = []
+    for name in site.processes:
+        for line in (site.folder / f"{name}.log").read_text().splitlines():
+            try:
+                entries.append(json.loads(line) | {"from": name})
+            except ValueError:
+                raise AssertionError(f"{name} logged a line that is not JSON: {line!r}") from None
+    return entries
+
+
 def stop_all(site: Site) -> dict[str, int]:
     """SIGTERM to every process at once, as a supervisor stopping the site: their statuses."""
     for process in site.processes.values():
@@ -444,6 +463,21 @@ def test_two_servers_and_two_workers_on_one_database(site, tmp_path):
     statuses = stop_all(site)
     stopped = time.monotonic() - stopping
     assert statuses == dict.fromkeys(statuses, 0), "\n".join(map(site.log, statuses))
+
+    # Every line logged is JSON; each save's access line, on whichever server took it,
+    # carries the id the client sent; the workers logged each task they ran.
+    entries = json_lines(site)
+    logged = Counter(
+        entry["request_id"]
+        for entry in entries
+        if entry["logger"] == "gunicorn.access" and entry["path"].endswith("/verdict/")
+    )
+    sent = {f"shape-{c.index}-{n}" for c in clients for n in range(1, c.requests + 1)}
+    assert logged == Counter(sent)
+    tasks = [
+        e for e in entries if e["from"].startswith("worker") and "state=RUNNING" in e["message"]
+    ]
+    assert len(tasks) == IMPORTS + 1
 
     # Every save was either acknowledged or refused as stale, nothing else.
     assert [c.other for c in clients] == [[]] * CLIENTS
