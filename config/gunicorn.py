@@ -11,6 +11,11 @@ from __future__ import annotations
 
 import os
 import sys
+import traceback
+
+from gunicorn import glogging
+
+from evidence.logs import JsonFormatter
 
 _cores = getattr(os, "process_cpu_count", os.cpu_count)() or 1
 
@@ -30,6 +35,41 @@ control_socket_disable = True
 # that the secure cookies, the https redirect and HSTS of production stay on locally.
 certfile = os.environ.get("TLS_CERT") or None
 keyfile = os.environ.get("TLS_KEY") or None
+
+
+class JsonLogger(glogging.Logger):
+    """gunicorn's lines as JSON objects (LOG_FORMAT=json), as Django's are: its own messages
+    through `JsonFormatter`, and an access line with the request's fields and the id the
+    application answered with (its `X-Request-ID`)."""
+
+    def setup(self, cfg) -> None:
+        super().setup(cfg)
+        for log in (self.error_log, self.access_log):
+            for handler in log.handlers:
+                handler.setFormatter(JsonFormatter())
+
+    def access(self, resp, req, environ, request_time) -> None:
+        if not self.access_log_enabled:
+            return
+        try:
+            atoms = self.atoms(resp, req, environ, request_time)
+            status = str(atoms["s"])
+            fields = {
+                "request_id": atoms.get("{x-request-id}o", ""),
+                "remote": atoms["h"], "method": atoms["m"], "path": atoms["U"],
+                "query": atoms["q"], "status": int(status) if status.isdigit() else status,
+                "bytes": atoms["B"], "duration_ms": round(atoms["D"] / 1000, 3),
+                "referrer": atoms["f"], "agent": atoms["a"],
+            }  # fmt: skip
+            self.access_log.info(
+                "%s %s %s", atoms["m"], atoms["U"], status, extra={"fields": fields}
+            )
+        except Exception:  # as gunicorn's own: a line that cannot be written is an error line
+            self.error(traceback.format_exc())
+
+
+if os.environ.get("LOG_FORMAT") == "json":
+    logger_class = JsonLogger
 
 
 def post_worker_init(worker) -> None:

@@ -7,6 +7,7 @@ stops the process instead of silently falling back to a default.
 
 from __future__ import annotations
 
+import logging
 import os
 from pathlib import Path
 from urllib.parse import parse_qsl, unquote, urlsplit
@@ -130,6 +131,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # The request's id, for every log line written for it and in the response (LOG_FORMAT).
+    "evidence.middleware.RequestId",
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
@@ -326,9 +329,20 @@ JOBS_DIR = os.environ.get("JOBS_DIR", "") or str(BASE_DIR / "var" / "jobs")
 JOB_HEARTBEAT_SECONDS = env_int("JOB_HEARTBEAT_SECONDS", 5)
 JOB_STALE_SECONDS = env_int("JOB_STALE_SECONDS", 60)
 
+# Plain text by default; LOG_FORMAT=json writes one JSON object a line, each with the id of
+# its request (evidence/logs.py), as gunicorn's lines then are too (config/gunicorn.py).
+LOG_FORMAT = os.environ.get("LOG_FORMAT", "text")
+if LOG_FORMAT not in {"text", "json"}:
+    raise ImproperlyConfigured(f"LOG_FORMAT={LOG_FORMAT!r}: text or json.")
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "handlers": {"console": {"class": "logging.StreamHandler"}},
+    "formatters": {"json": {"()": "evidence.logs.JsonFormatter"}},
+    "handlers": {
+        "console": {"class": "logging.StreamHandler"}
+        | ({"formatter": "json"} if LOG_FORMAT == "json" else {})
+    },
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "WARNING")},
 }
+if LOG_FORMAT == "json":
+    logging.captureWarnings(True)  # a warning as a record of `py.warnings`, not a text line

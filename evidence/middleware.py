@@ -5,7 +5,37 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from django.core.exceptions import BadRequest
+from django.core.signals import request_finished
 from django.http import Http404, HttpRequest, HttpResponse, QueryDict
+
+from evidence.logs import request_id, request_id_from
+
+
+class RequestId:
+    """Every log line written for a request carries its id, and the response sends it back.
+
+    The id is the proxy's `X-Request-ID` when it is sane (`evidence.logs.SANE_ID`), else a
+    new one. It is kept until the response is closed, not only while the middleware runs:
+    Django logs a 4xx or 5xx after the last middleware has returned. First in MIDDLEWARE,
+    so a redirect to https carries one too.
+    """
+
+    def __init__(self, get_response: Callable[[HttpRequest], HttpResponse]):
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        current = request_id_from(request.headers.get("X-Request-ID"))
+        request_id.set(current)
+        response = self.get_response(request)
+        response["X-Request-ID"] = current
+        return response
+
+
+def _forget_request_id(**kwargs) -> None:
+    request_id.set("")
+
+
+request_finished.connect(_forget_request_id, dispatch_uid="evidence.middleware.request_id")
 
 
 class RefuseUnstorableText:

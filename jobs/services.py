@@ -17,6 +17,7 @@ from django.utils import timezone
 from django.utils.translation import gettext_lazy
 
 from audit.services import audit_package
+from evidence.logs import request_id
 from evidence.models import Project
 from jobs.models import Job
 from jobs.progress import Counts, progress_path, read_progress, upload_path
@@ -66,6 +67,7 @@ def import_queue(
             "new_expectation_versions": new_expectation_versions,
             "source_format": source_format,
             "run_id": run_id,
+            "request_id": request_id.get(),
         },
     )
     target = upload_path(str(job.code))
@@ -101,7 +103,12 @@ def export_queue(
             kind=Job.Kind.EXPORT,
             project=project,
             requested_by=_user(user),
-            options={"runs": run_ids or [], "compare": compare or [], "source": source},
+            options={
+                "runs": run_ids or [],
+                "compare": compare or [],
+                "source": source,
+                "request_id": request_id.get(),
+            },
         )
         queued = export_run.enqueue(code=str(job.code))
         Job.objects.filter(pk=job.pk).update(task_id=queued.id)

@@ -13,6 +13,7 @@ from __future__ import annotations
 import io
 import json
 import os
+import socket
 import sqlite3
 import subprocess
 import sys
@@ -321,6 +322,13 @@ def sqlite_env(path: Path) -> dict[str, str]:
     }  # fmt: skip
     env.pop("PYTEST_VERSION", None)
     return env
+
+
+def free_port() -> int:
+    """A loopback port nobody listens on now, for a server the test starts."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
 
 
 def sqlite_copy(template: Path, path: Path) -> Path:

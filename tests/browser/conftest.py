@@ -26,7 +26,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
-from tests.conftest import AUDIT_KEY, DEMO_PASSWORD, sqlite_copy
+from tests.conftest import AUDIT_KEY, DEMO_PASSWORD, free_port, sqlite_copy
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("CHROMIUM_PATH") or shutil.which("chromium") or "/usr/bin/chromium"
@@ -39,12 +39,6 @@ CHROMIUM_ARGS = [
     "--no-first-run",
     "--disable-quic",
 ]
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 def _admin_sql(url: str, statement: str) -> None:
@@ -123,7 +117,7 @@ def _serve(request, tmp_path_factory, *, debug: bool) -> Iterator[LiveServer]:
         database = tmp_path_factory.mktemp("e2e") / "e2e.sqlite3"
         sqlite_copy(request.getfixturevalue("demo_sqlite"), database)
         env["DATABASE_URL"] = f"sqlite:///{database}"
-    port = _free_port()
+    port = free_port()
     # Its own uploads and packages, and its own anchors: an export checks the anchors of
     # every earlier one against its database, and each server has a database of its own.
     env["JOBS_DIR"] = str(tmp_path_factory.mktemp("jobs"))

@@ -12,7 +12,7 @@ from jobs.models import Job
 from replay.models import Run
 from tests.conftest import FIXTURES, bundle_bytes, row_counts
 from tests.factories import synthetic_bundle
-from tests.jobs.conftest import job_url, the_job, upload
+from tests.jobs.conftest import job_url, named, the_job, upload
 
 Q017 = (FIXTURES / "q017-r1.jsonl").read_bytes()
 BROKEN = bundle_bytes(*synthetic_bundle(cases=1)) + b'{"kind": "case"}\nnot json\n'
@@ -166,3 +166,14 @@ def test_the_upload_page_reads_a_fixed_number_of_queries(
     with django_assert_max_num_queries(5):
         response = client.get(reverse("bundle_upload", args=["demo"]))
     assert len(response.context["jobs"]) == 3
+
+
+def test_a_job_keeps_the_id_of_the_request_that_queued_it(client, lead):
+    # So that one id leads from the upload's log lines to the job, and by its task id to
+    # the worker's lines (docs/deploy.md, "Logs").
+    client.force_login(lead)
+    client.post(
+        reverse("bundle_upload", args=["demo"]), {"bundle": named("q017-r1.jsonl", Q017)},
+        HTTP_X_REQUEST_ID="upload-1",
+    )  # fmt: skip
+    assert the_job().options["request_id"] == "upload-1"
