@@ -13,25 +13,51 @@ passages when any, drift) for each further batch.
 from __future__ import annotations
 
 import itertools
+import json
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
-from django.db.models import Case, F, Q, Value, When
-from django.db.models.functions import Left, StrIndex
+from django.db.models import Case, Count, F, Q, StringAgg, Sum, TextField, Value, When
+from django.db.models.functions import Cast, Left, StrIndex
 
 from cards.blind import sightings
-from cards.figures import ClaimState, Totals, Verdict, response_figures, to_json
-from cards.models import ClaimRevision, VerdictRevision
+from cards.figures import (
+    CLAIM_FIGURES,
+    ClaimState,
+    Totals,
+    Verdict,
+    response_figures,
+    stored_retrieval,
+    to_json,
+)
+from cards.models import (
+    ClaimKind,
+    ClaimRevision,
+    ClaimTally,
+    ResponseTally,
+    RunTally,
+    VerdictRevision,
+)
 from cards.prechecks import ClaimFacts, PassageFacts, ResponseFacts, prechecks
 from cards.progress import is_reviewed, latest_review_complete
-from cards.verdicts import Source
+from cards.stats import Proportion
+from cards.verdicts import LABELS, NO_CONSENSUS, Source
 from evidence.drift import drifted_refs_of
 from evidence.fields import as_text, decoded
 from evidence.models import Passage
 from replay.models import Citation, Response, Retrieval, Run
 
 CHUNK = 2000
+# What the figures read of a claim revision (`claim_state`) and of a verdict (`verdict_of`).
+STATE_COLUMNS = (
+    "claim__key", "kind", "text", as_text("citations"), as_text("facts"), as_text("gaps"),
+    "withdrawn",
+)  # fmt: skip
+VERDICT_COLUMNS = (
+    "annotator", "origin", "support", "association", as_text("citation_relevance"),
+    "diagnosis", "created_at",
+)  # fmt: skip
 # Responses whose passages are read together (iter_response_figures).
 BATCH = 1000
 
@@ -39,6 +65,36 @@ BATCH = 1000
 def _grouped(rows: Iterator[tuple], key_index: int = 0) -> Iterator[tuple[Any, list[tuple]]]:
     for key, group in itertools.groupby(rows, key=lambda row: row[key_index]):
         yield key, list(group)
+
+
+def claim_state(key, kind, text, cited, facts, gaps, withdrawn) -> ClaimState:
+    """A claim's newest revision, from the columns of STATE_COLUMNS."""
+    return ClaimState(
+        key, kind, text, decoded(cited), decoded(facts), decoded(gaps), bool(withdrawn)
+    )
+
+
+def verdict_of(annotator, origin, support, association, relevance, diagnosis, at) -> Verdict:
+    """A verdict, from the columns of VERDICT_COLUMNS."""
+    return Verdict(annotator, origin, support, association, decoded(relevance), diagnosis, at)
+
+
+def response_rows(responses, *first: str):
+    """Each response's `first` columns, then its text, abstention, last review mark and
+    expectation (required facts, relevant refs, known gaps: JSON text), in id order."""
+    return (
+        responses.annotate(review_complete=latest_review_complete())
+        .order_by("pk")
+        .values_list(
+            *first,
+            "text",
+            "abstained",
+            "review_complete",
+            as_text("expectation__required_facts"),
+            as_text("expectation__relevant_refs"),
+            as_text("expectation__known_gaps"),
+        )  # fmt: skip
+    )
 
 
 class Lockstep:
@@ -94,22 +150,8 @@ def iter_response_figures(*, run: Run, source: Source) -> Iterator[dict[str, Any
     retrieved or marked, what their claims cite, and which of those drifted): memory does
     not grow with the run, for a few queries per batch.
     """
-    responses = (
-        Response.objects.filter(run=run)
-        .annotate(review_complete=latest_review_complete())
-        .order_by("pk")
-        .values_list(
-            "pk",
-            "case__case_id",
-            "text",
-            "abstained",
-            "review_complete",
-            as_text("expectation__required_facts"),
-            as_text("expectation__relevant_refs"),
-            as_text("expectation__known_gaps"),
-        )  # fmt: skip
-    )
-    doc_of = _doc_exceptions(run)
+    responses = response_rows(Response.objects.filter(run=run), "pk", "case__case_id")
+    doc_of = doc_exceptions(run)
     retrievals = Lockstep(
         Retrieval.objects.filter(response__run=run)
         .order_by("response_id", "rank")
@@ -125,33 +167,13 @@ def iter_response_figures(*, run: Run, source: Source) -> Iterator[dict[str, Any
     revisions = Lockstep(
         ClaimRevision.objects.filter(claim__response__run=run)
         .order_by("claim__response_id", "claim__position", "claim_id", "-seq")
-        .values_list(
-            "claim__response_id",
-            "claim_id",
-            "claim__key",
-            "kind",
-            "text",
-            as_text("citations"),
-            as_text("facts"),
-            as_text("gaps"),
-            "withdrawn",
-        )  # fmt: skip
+        .values_list("claim__response_id", "claim_id", *STATE_COLUMNS)
         .iterator(chunk_size=CHUNK)
     )
     verdicts = Lockstep(
         VerdictRevision.objects.filter(claim__response__run=run)
         .order_by("claim__response_id", "claim_id", "-seq")
-        .values_list(
-            "claim__response_id",
-            "claim_id",
-            "annotator",
-            "origin",
-            "support",
-            "association",
-            as_text("citation_relevance"),
-            "diagnosis",
-            "created_at",
-        )  # fmt: skip
+        .values_list("claim__response_id", "claim_id", *VERDICT_COLUMNS)
         .iterator(chunk_size=CHUNK)
     )
     clock = sightings(run=run)
@@ -160,45 +182,12 @@ def iter_response_figures(*, run: Run, source: Source) -> Iterator[dict[str, Any
         for response in batch:
             pk = response[0]
             claims: dict[int, ClaimState] = {}
-            for (
-                _,
-                claim_id,
-                key,
-                kind,
-                claim_text,
-                cited,
-                fact_ids,
-                gap_ids,
-                withdrawn,
-            ) in revisions.take(pk):
+            for _, claim_id, *columns in revisions.take(pk):
                 if claim_id not in claims:  # newest revision first
-                    claims[claim_id] = ClaimState(
-                        key, kind, claim_text, decoded(cited), decoded(fact_ids),
-                        decoded(gap_ids), withdrawn,
-                    )  # fmt: skip
-            for (
-                _,
-                claim_id,
-                annotator,
-                origin,
-                support,
-                association,
-                relevance,
-                diagnosis,
-                created_at,
-            ) in verdicts.take(pk):
+                    claims[claim_id] = claim_state(*columns)
+            for _, claim_id, *columns in verdicts.take(pk):
                 if claim_id in claims:
-                    claims[claim_id].verdicts.append(
-                        Verdict(
-                            annotator,
-                            origin,
-                            support,
-                            association,
-                            decoded(relevance),
-                            diagnosis,
-                            created_at,
-                        )
-                    )
+                    claims[claim_id].verdicts.append(verdict_of(*columns))
             ranked_ids = [pid for _, pid in retrievals.take(pk)]
             read.append((response, list(claims.values()), ranked_ids, citations.take(pk)))
         passages = _batch_passages(run, read)
@@ -283,7 +272,7 @@ def _passages(queryset) -> dict[int, PassageFacts]:
     }
 
 
-def _doc_exceptions(run: Run) -> dict[str, str]:
+def doc_exceptions(run: Run) -> dict[str, str]:
     """The document of each ref the figures read, where it is not the ref's own prefix
     (`doc@version#chunk`): never for an imported passage (bundle.schema.json: a ref is
     doc_id@version#chunk_id, and a part holds no `@`), so usually empty. One query; a
@@ -325,3 +314,121 @@ def _doc_exceptions(run: Run) -> dict[str, str]:
         ):
             claim_refs.update(decoded(cited))
     return {ref: doc for pk, ref, doc in rows if pk in named or ref in claim_refs}
+
+
+# What a response's claim figures need of its stored claim rows (`ClaimTally`), summed in
+# the database: counts over its current factual claims, and the facts that its supported
+# ones report and the gaps its honest abstentions declare, as JSON arrays joined by ",".
+_FACTUAL = Q(current=True, kind=ClaimKind.FACTUAL)
+_CLAIM_SUMS = {
+    "n": Count("pk", filter=_FACTUAL),
+    **{label: Count("pk", filter=_FACTUAL & Q(support=label)) for label in LABELS},
+    "unreviewed": Count("pk", filter=_FACTUAL & Q(support="")),
+    # Not named after a column: a later filter on `attached` would read this sum.
+    "with_citation": Count("pk", filter=_FACTUAL & Q(attached=True)),
+    "supported_attached": Count("pk", filter=_FACTUAL & Q(attached=True, support="supported")),
+    "judged": Sum("judged_citations", filter=_FACTUAL),
+    "useful": Sum("useful_citations", filter=_FACTUAL),
+    "invented": Count(
+        "pk",
+        filter=_FACTUAL & (~Q(gaps=[]) | Q(support="unsupported", diagnosis="not_in_collection")),
+    ),
+    "covered": StringAgg(
+        Cast("facts", TextField()), Value(","), filter=_FACTUAL & Q(support="supported")
+    ),
+    # metrics.md: a gap is honestly missed by an abstention claim not judged unsupported.
+    "honest": StringAgg(
+        Cast("gaps", TextField()),
+        Value(","),
+        filter=Q(current=True, kind=ClaimKind.ABSTENTION) & ~Q(support="unsupported"),
+    ),
+}
+
+
+def stored_run_figures(*, run: Run, responses: slice | None = None) -> RunFigures:
+    """The default source's figures of a run, read from the stored rows (no pre-checks).
+
+    The run totals are sums over every response's stored rows; `per_response` holds the
+    responses of `responses` (a slice of the run's responses in order; all when None).
+    Equal, figure by figure, to what `run_metrics` computes from the revisions: the
+    reference test holds the two together.
+    """
+    tallies = ResponseTally.objects.filter(run=run).order_by("response")
+    sums = {
+        row.pop("response_id"): row
+        for row in ClaimTally.objects.filter(response__run=run)
+        .values("response_id")
+        .order_by()
+        .annotate(**_CLAIM_SUMS)
+    }
+    totals = Totals()
+    figures_of: dict[int, dict[str, Any]] = {}
+    for pk, reviewed, fact_ids, gap_ids in tallies.values_list(
+        "response_id", "reviewed", as_text("fact_ids"), as_text("gap_ids")
+    ).iterator(chunk_size=CHUNK):
+        figures = stored_claim_figures(
+            reviewed=reviewed, fact_ids=decoded(fact_ids), gap_ids=decoded(gap_ids),
+            sums=sums.get(pk),
+        )  # fmt: skip
+        figures_of[pk] = figures
+        totals.add(figures)
+    result = totals.result()
+    stored = RunTally.objects.filter(run=run).values_list("retrieval", flat=True).first() or {}
+    for part in ("undefined", "micro", "macro"):
+        result[part].pop("context_precision", None)
+        result[part].update(
+            (name, Proportion(*value) if part == "micro" else value)
+            for name, value in stored.get(part, ())
+        )
+    chosen = tallies if responses is None else tallies[responses]
+    per_response = [
+        {"case_id": case_id, **figures_of[pk], **stored_retrieval(retrieval)}
+        for pk, case_id, retrieval in chosen.values_list(
+            "response_id", "response__case__case_id", "retrieval"
+        )
+    ]
+    return RunFigures(run.run_id, Source(), per_response, result)
+
+
+def stored_claim_figures(
+    *, reviewed: bool, fact_ids: list[str], gap_ids: list[str], sums: dict[str, Any] | None
+) -> dict[str, Any]:
+    """A response's claim figures (`cards.figures.claim_figures`, default source) from the
+    sums of its stored claim rows."""
+    s = sums or {**dict.fromkeys(_CLAIM_SUMS, 0), "covered": None, "honest": None}
+    n = s["n"]
+    if not reviewed:
+        return {
+            "status": "unreviewed",
+            "claims": n,
+            "verdicts": None,
+            **dict.fromkeys(CLAIM_FIGURES),
+            "invented_over_gap": None,
+        }
+    supported = s["supported"]
+    verdicts = {label: s[label] for label in LABELS}
+    verdicts["unreviewed"] = s["unreviewed"]
+    verdicts[NO_CONSENSUS] = 0
+    covered = {f for facts in _joined(s["covered"]) for f in facts}
+    honest = {g for gaps in _joined(s["honest"]) for g in gaps}
+    return {
+        "status": "reviewed" if n else "abstention",
+        "claims": n,
+        "verdicts": verdicts,
+        "citation_presence": Proportion(s["with_citation"], n),
+        "support": Proportion(supported, n),
+        "support_or_partial": Proportion(supported + s["partial"], n),
+        "support_assessed": Proportion(
+            supported, max(n - s["not_assessable"] - s["unreviewed"], 0)
+        ),
+        "coverage": Proportion(sum(1 for f in fact_ids if f in covered), len(fact_ids)),
+        "citation_recall": Proportion(s["supported_attached"], n),
+        "citation_precision": Proportion(s["useful"] or 0, s["judged"] or 0),
+        "honest_misses": Proportion(sum(1 for g in gap_ids if g in honest), len(gap_ids)),
+        "invented_over_gap": s["invented"],
+    }
+
+
+def _joined(arrays: str | None) -> list[list[str]]:
+    """JSON arrays joined by "," (StringAgg), as a list of lists."""
+    return json.loads(f"[{arrays}]") if arrays else []
