@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import itertools
 import json
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -43,7 +43,7 @@ from cards.prechecks import ClaimFacts, PassageFacts, ResponseFacts, prechecks
 from cards.progress import is_reviewed, latest_review_complete
 from cards.stats import Proportion
 from cards.verdicts import LABELS, NO_CONSENSUS, Source
-from evidence.drift import drifted_refs_of
+from evidence.drift import drifted_from, drifted_refs_of
 from evidence.fields import as_text, decoded
 from evidence.models import Passage
 from replay.models import Citation, Response, Retrieval, Run
@@ -118,8 +118,10 @@ class Lockstep:
 class RunFigures:
     run_id: str
     source: Source
-    per_response: list[dict[str, Any]]
+    per_response: Sequence[dict[str, Any]]
     totals: dict[str, Any]
+    # `cards.dashboard.precheck_counts`, when summed from the stored rows already.
+    hint_counts: dict[str, int] | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -135,7 +137,19 @@ def run_metrics(
     run: Run,
     source: Source = Source(),  # noqa: B008
 ) -> RunFigures:
-    """Every figure of metrics.md for every response of the run, and the run totals."""
+    """Every figure of metrics.md for every response of the run, and the run totals.
+
+    The default source's are read from the stored rows (`stored_run_figures`); another
+    source's (an annotator, consensus) are computed from the revisions.
+    """
+    if source.mode == "default":
+        return stored_run_figures(run=run)
+    return streamed_run_metrics(run=run, source=source)
+
+
+def streamed_run_metrics(*, run: Run, source: Source) -> RunFigures:
+    """`run_metrics` computed from the revisions in one streaming pass, whatever the source:
+    the reference the stored figures are tested against."""
     per_response, totals = [], Totals()
     for figures in iter_response_figures(run=run, source=source):
         per_response.append(figures)
@@ -345,27 +359,29 @@ _CLAIM_SUMS = {
 }
 
 
-def stored_run_figures(*, run: Run, responses: slice | None = None) -> RunFigures:
-    """The default source's figures of a run, read from the stored rows (no pre-checks).
+def stored_run_figures(*, run: Run) -> RunFigures:
+    """The default source's figures of a run, read from the stored rows.
 
-    The run totals are sums over every response's stored rows; `per_response` holds the
-    responses of `responses` (a slice of the run's responses in order; all when None).
-    Equal, figure by figure, to what `run_metrics` computes from the revisions: the
-    reference test holds the two together.
+    The run totals and the pre-check counts are sums over every response's stored rows;
+    `per_response` reads each response's retrieval figures and pre-checks only when asked
+    (a page of 50 reads 50). Equal, figure by figure, to what `run_metrics` computes from
+    the revisions: the reference test holds the two together.
     """
-    tallies = ResponseTally.objects.filter(run=run).order_by("response")
     sums = {
         row.pop("response_id"): row
-        for row in ClaimTally.objects.filter(response__run=run)
+        for row in ClaimTally.objects.filter(run=run)
         .values("response_id")
         .order_by()
         .annotate(**_CLAIM_SUMS)
     }
     totals = Totals()
     figures_of: dict[int, dict[str, Any]] = {}
-    for pk, reviewed, fact_ids, gap_ids in tallies.values_list(
-        "response_id", "reviewed", as_text("fact_ids"), as_text("gap_ids")
-    ).iterator(chunk_size=CHUNK):
+    for pk, reviewed, fact_ids, gap_ids in (
+        ResponseTally.objects.filter(run=run)
+        .order_by("response")
+        .values_list("response_id", "reviewed", as_text("fact_ids"), as_text("gap_ids"))
+        .iterator(chunk_size=CHUNK)
+    ):
         figures = stored_claim_figures(
             reviewed=reviewed, fact_ids=decoded(fact_ids), gap_ids=decoded(gap_ids),
             sums=sums.get(pk),
@@ -380,14 +396,108 @@ def stored_run_figures(*, run: Run, responses: slice | None = None) -> RunFigure
             (name, Proportion(*value) if part == "micro" else value)
             for name, value in stored.get(part, ())
         )
-    chosen = tallies if responses is None else tallies[responses]
-    per_response = [
-        {"case_id": case_id, **figures_of[pk], **stored_retrieval(retrieval)}
-        for pk, case_id, retrieval in chosen.values_list(
-            "response_id", "response__case__case_id", "retrieval"
+    # Drift is asked now, not stored: another snapshot of the project may arrive any time.
+    drifted = frozenset(
+        drifted_from(project_id=run.project_id, snapshot_id=run.snapshot_id).values_list(
+            "ref", flat=True
         )
-    ]
-    return RunFigures(run.run_id, Source(), per_response, result)
+    )
+    per_response = StoredResponses(figures_of, drifted)
+    return RunFigures(
+        run.run_id, Source(), per_response, result, _hint_counts(run, per_response, drifted)
+    )
+
+
+# The pre-check codes of a response and of a claim (cards.prechecks), but drift.
+RESPONSE_HINTS = (
+    "number_not_in_evidence", "relevant_not_retrieved", "cites_superseded_version",
+    "citation_not_retrieved",
+)  # fmt: skip
+CLAIM_HINTS = (
+    "claim_without_citation", "number_not_in_evidence", "cites_superseded_version",
+    "citation_not_retrieved",
+)  # fmt: skip
+
+
+def _hint_counts(run: Run, responses: StoredResponses, drifted: frozenset[str]) -> dict:
+    """`cards.dashboard.precheck_counts` of the run, summed over its stored rows: responses
+    with each response code, current claims with each claim code (two queries), and the
+    responses citing a drifted ref (reading their cited refs only when a ref drifted)."""
+
+    def with_code(model, codes, **scope) -> dict[str, int]:
+        return (
+            model.objects.filter(run=run, **scope)
+            .annotate(codes=Cast("hints", TextField()))
+            .aggregate(
+                **{code: Count("pk", filter=Q(codes__contains=f'"{code}"')) for code in codes}
+            )
+        )
+
+    counts = with_code(ResponseTally, RESPONSE_HINTS)
+    if drifted:
+        counts["passage_drift"] = sum(
+            1
+            for refs in ResponseTally.objects.filter(run=run).values_list(
+                as_text("cited_refs"), flat=True
+            )
+            if not drifted.isdisjoint(decoded(refs))
+        )
+    for code, count in with_code(ClaimTally, CLAIM_HINTS, current=True).items():
+        counts[f"{code} (claims)"] = count
+    return dict(sorted((code, count) for code, count in counts.items() if count))
+
+
+class StoredResponses(Sequence):
+    """A run's per-response figures as `run_metrics` lists them, read from the stored rows
+    when asked: a slice reads the rows of its responses only (two queries)."""
+
+    def __init__(self, claim_figures: dict[int, dict[str, Any]], drifted: frozenset[str]):
+        self.claim_figures = claim_figures
+        self.pks = list(claim_figures)
+        self.drifted = drifted
+
+    def __len__(self) -> int:
+        return len(self.pks)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return self._read(self.pks[index])
+        return self._read([self.pks[index]])[0]
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for batch in itertools.batched(self.pks, CHUNK):
+            yield from self._read(batch)
+
+    def _read(self, pks: Sequence[int]) -> list[dict[str, Any]]:
+        claims: dict[int, dict[str, list[str]]] = {pk: {} for pk in pks}
+        for pk, key, hints in (
+            ClaimTally.objects.filter(response_id__in=pks, current=True)
+            .exclude(hints=[])
+            .order_by("response_id", "claim__position", "claim_id")
+            .values_list("response_id", "claim__key", "hints")
+        ):
+            claims[pk][key] = hints
+        rows = {
+            pk: row
+            for pk, *row in ResponseTally.objects.filter(response_id__in=pks).values_list(
+                "response_id", "response__case__case_id", "retrieval", "hints", "cited_refs"
+            )
+        }
+        out = []
+        for pk in pks:
+            case_id, retrieval, hints, cited = rows[pk]
+            response = dict(hints)
+            if drifted := [ref for ref in cited if ref in self.drifted]:
+                response["passage_drift"] = drifted
+            out.append(
+                {
+                    "case_id": case_id,
+                    **self.claim_figures[pk],
+                    **stored_retrieval(retrieval),
+                    "prechecks": {"response": response, "claims": claims[pk]},
+                }
+            )
+        return out
 
 
 def stored_claim_figures(

@@ -303,7 +303,7 @@ class ClaimTally(models.Model):
     """
 
     claim = models.OneToOneField(Claim, models.CASCADE, primary_key=True, related_name="tally")
-    # Indexed (a foreign key): a run's figures group these rows by response.
+    run = models.ForeignKey(Run, models.CASCADE, related_name="+")
     response = models.ForeignKey(Response, models.CASCADE, related_name="+")
     current = models.BooleanField(help_text="The newest revision is not withdrawn.")
     kind = models.CharField(max_length=12, choices=ClaimKind.choices)
@@ -318,6 +318,15 @@ class ClaimTally(models.Model):
     useful_citations = models.PositiveIntegerField(default=0)
     facts = models.JSONField(default=list)  # fact_ids of the newest revision
     gaps = models.JSONField(default=list)  # gap_ids of the newest revision
+    # The claim's pre-check codes (cards.prechecks.claim_prechecks): they read its newest
+    # revision and evidence that never changes after import.
+    hints = models.JSONField(default=list)
+
+    class Meta:
+        indexes = [
+            # A run's figures: its claim rows, grouped by response.
+            models.Index(fields=["run", "response"], name="cards_claimtally_run_idx"),
+        ]
 
     def __str__(self) -> str:
         return f"tally of claim {self.claim_id}"
@@ -336,6 +345,11 @@ class ResponseTally(models.Model):
     gap_ids = models.JSONField(default=list)  # known gaps of the expectation
     # The response's retrieval figures, [[name, value], …] in order (jsonb loses key order).
     retrieval = models.JSONField(default=list)
+    # Its response pre-checks but drift, [[code, details], …] in order, and the refs its
+    # markers cite, in order: whether they drifted is asked when the figures are read, as
+    # another snapshot of the project may arrive at any time.
+    hints = models.JSONField(default=list)
+    cited_refs = models.JSONField(default=list)
 
     class Meta:
         indexes = [

@@ -122,7 +122,7 @@ def claim_create(
         claim=claim, head=ChainHead(0, None), author=author, text=text, kind=kind, spans=spans,
         citations=citations, facts=facts, gaps=gaps, withdrawn=False, reason="",
     )  # fmt: skip
-    claims_refresh(claim_pks=[claim.pk])
+    claims_refresh(run=response.run, claim_pks=[claim.pk])
     return claim
 
 
@@ -159,7 +159,7 @@ def claim_revise(
         withdrawn=current.withdrawn if withdrawn is None else withdrawn, reason=reason,
     )  # fmt: skip
     # Under the claim's lock: a verdict saved meanwhile waits, then updates this row.
-    claims_refresh(claim_pks=[claim.pk])
+    claims_refresh(run=response.run, claim_pks=[claim.pk])
     return revision
 
 

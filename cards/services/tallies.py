@@ -14,6 +14,7 @@ test recomputes every row with it from scratch and compares.
 from __future__ import annotations
 
 import itertools
+from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from typing import Any
 
@@ -24,7 +25,6 @@ from cards.figures import (
     Totals,
     as_stored,
     chooser,
-    retrieval_figures,
     retrieval_totals,
     stored_retrieval,
 )
@@ -33,31 +33,30 @@ from cards.metrics import (
     VERDICT_COLUMNS,
     Lockstep,
     claim_state,
-    doc_exceptions,
-    response_rows,
+    iter_response_figures,
     verdict_of,
 )
 from cards.models import ClaimRevision, ClaimTally, ResponseTally, RunTally, VerdictRevision
-from cards.prechecks import PassageFacts
+from cards.prechecks import ClaimFacts, PassageFacts, ResponseFacts, claim_prechecks
 from cards.progress import is_reviewed
 from cards.rules import default_association
 from cards.verdicts import Source
-from evidence.fields import decoded
-from replay.models import Response, Retrieval, Run
+from evidence.models import Passage
+from replay.models import Citation, Response, Retrieval, Run
 
 CHUNK = 2000
 USEFUL = frozenset({"necessary", "redundant"})
 TALLY_FIELDS = (
-    "response", "current", "kind", "support", "attached", "diagnosis", "judged_citations",
-    "useful_citations", "facts", "gaps",
+    "run", "response", "current", "kind", "support", "attached", "diagnosis",
+    "judged_citations", "useful_citations", "facts", "gaps", "hints",
 )  # fmt: skip
-RESPONSE_FIELDS = ("run", "reviewed", "fact_ids", "gap_ids", "retrieval")
+RESPONSE_FIELDS = ("run", "reviewed", "fact_ids", "gap_ids", "retrieval", "hints", "cited_refs")
 _DEFAULT = chooser(Source())
 
 
-def claim_tally(claim: ClaimState) -> dict[str, Any]:
+def claim_tally(claim: ClaimState, hints: list[str]) -> dict[str, Any]:
     """What the default-source figures read of a claim (its newest revision, its verdicts
-    newest first): the fields of its `ClaimTally`, but the response."""
+    newest first, its pre-check codes): the fields of its `ClaimTally` but run and response."""
     view = _DEFAULT(claim)
     return {
         "current": not claim.withdrawn,
@@ -71,6 +70,7 @@ def claim_tally(claim: ClaimState) -> dict[str, Any]:
         ),
         "facts": list(claim.facts),
         "gaps": list(claim.gaps),
+        "hints": hints,
     }
 
 
@@ -97,32 +97,33 @@ def verdict_chosen(*, claim_pk: int, fields: dict[str, Any]) -> None:
     waits for it. A claim without a row (made before the rows existed) gets its row whole.
     """
     if not ClaimTally.objects.filter(claim_id=claim_pk).update(**fields):
-        claims_refresh(claim_pks=[claim_pk])
+        claims_refresh(run=Run.objects.get(responses__claims=claim_pk), claim_pks=[claim_pk])
 
 
-def claims_refresh(*, claim_pks: list[int]) -> None:
-    """Recompute the rows of these claims from their revisions (a claim write)."""
-    _store_claims(Q(claim_id__in=claim_pks))
+def claims_refresh(*, run: Run, claim_pks: list[int]) -> None:
+    """Recompute the rows of these claims of `run` from their revisions and evidence."""
+    _store_claims(run, Q(claim_id__in=claim_pks))
 
 
 def response_reviewed(*, response: Response, complete: bool) -> None:
     """A review mark was saved: the response's `reviewed` follows (metrics.md)."""
     reviewed = is_reviewed(complete=complete, abstained=response.abstained, text=response.text)
     if not ResponseTally.objects.filter(response=response).update(reviewed=reviewed):
-        responses_store(responses=Response.objects.filter(pk=response.pk))
+        run_tallies_store(run=response.run)
 
 
 def run_tallies_store(*, run: Run) -> None:
     """Every stored row of a run, computed from scratch: after its import, or to rebuild."""
-    _store_claims(Q(claim__response__run=run))
-    responses_store(responses=Response.objects.filter(run=run))
+    _store_claims(run, Q(claim__response__run=run))
+    _store_responses(run)
     totals = Totals()
-    for retrieval in (
+    for pairs in (
         ResponseTally.objects.filter(run=run)
         .order_by("response")
         .values_list("retrieval", flat=True)
+        .iterator(chunk_size=CHUNK)
     ):
-        totals.add({"status": "unreviewed", **stored_retrieval(retrieval)})
+        totals.add({"status": "unreviewed", **stored_retrieval(pairs)})
     RunTally.objects.update_or_create(
         run=run, defaults={"retrieval": retrieval_totals(totals.result())}
     )
@@ -134,51 +135,96 @@ def tallies_rebuild() -> None:
         run_tallies_store(run=run)
 
 
-def responses_store(*, responses) -> None:
-    """The `ResponseTally` of each response, from the response, its expectation, its last
-    review mark and its ranked retrieval."""
-    rows = response_rows(responses, "pk", "run_id")
-    ranked = Lockstep(
-        Retrieval.objects.filter(response__in=responses.values("pk"))
-        .order_by("response_id", "rank")
+def _store_responses(run: Run) -> None:
+    """Each response's `ResponseTally`: its retrieval figures and response pre-checks, from
+    the streaming computation (the reference), its review state, facts and gaps."""
+    responses = (
+        Response.objects.filter(run=run)
+        .order_by("pk")
+        .values_list("pk", "expectation__required_facts", "expectation__known_gaps")
+        .iterator(chunk_size=CHUNK)
+    )
+    cited = Lockstep(
+        Citation.objects.filter(response__run=run)
+        .order_by("response_id", "position")
         .values_list("response_id", "passage__ref")
         .iterator(chunk_size=CHUNK)
     )
-    doc_of_run: dict[int, dict[str, str]] = {}
     tallies = []
-    for pk, run_id, text, abstained, complete, facts, relevant, gaps in rows.iterator(
-        chunk_size=CHUNK
+    # One default-source pass: `iter_response_figures` yields in response order.
+    for (pk, facts, gaps), figures in zip(
+        responses, iter_response_figures(run=run, source=Source()), strict=True
     ):
-        if run_id not in doc_of_run:
-            doc_of_run[run_id] = doc_exceptions(Run.objects.get(pk=run_id))
-        facts, relevant, gaps = decoded(facts), decoded(relevant), decoded(gaps)
-        refs = [PassageFacts(ref, frozenset(), "") for _, ref in ranked.take(pk)]
-        figures = retrieval_figures(refs, list(dict.fromkeys(relevant)), facts, doc_of_run[run_id])
         tallies.append(
             ResponseTally(
                 response_id=pk,
-                run_id=run_id,
-                reviewed=is_reviewed(complete=complete, abstained=abstained, text=text),
+                run=run,
+                reviewed=figures["status"] != "unreviewed",
                 fact_ids=[f["fact_id"] for f in facts],
                 gap_ids=[g["gap_id"] for g in gaps],
-                retrieval=[[name, as_stored(value)] for name, value in figures.items()],
+                retrieval=[
+                    [name, as_stored(value)]
+                    for name, value in figures.items()
+                    if "@" in name or name == "context_precision"
+                ],
+                hints=[
+                    [code, details]
+                    for code, details in figures["prechecks"]["response"].items()
+                    if code != "passage_drift"
+                ],
+                cited_refs=list(dict.fromkeys(ref for _, ref in cited.take(pk))),
             )
         )
         if len(tallies) >= CHUNK:
-            _upsert(
-                ResponseTally, tallies, ("run", "reviewed", "fact_ids", "gap_ids", "retrieval")
-            )
+            _upsert(ResponseTally, tallies, RESPONSE_FIELDS)
             tallies = []
     _upsert(ResponseTally, tallies, RESPONSE_FIELDS)
 
 
-def _store_claims(scope: Q) -> None:
-    tallies = [
-        ClaimTally(claim_id=claim_pk, response_id=response_pk, **claim_tally(state))
-        for claim_pk, response_pk, state in _claim_states(scope)
-    ]
-    for start in range(0, len(tallies), CHUNK):
-        _upsert(ClaimTally, tallies[start : start + CHUNK], TALLY_FIELDS)
+def _store_claims(run: Run, scope: Q) -> None:
+    """The rows of the claims of `run` in `scope`, from their revisions and evidence, a
+    batch at a time (an import's 50,000 claims never sit in memory together)."""
+    for batch in itertools.batched(_claim_states(scope), CHUNK):
+        hints = _claim_hints(run, batch)
+        tallies = [
+            ClaimTally(
+                claim_id=claim_pk,
+                run=run,
+                response_id=response_pk,
+                **claim_tally(state, hints[claim_pk]),
+            )  # fmt: skip
+            for claim_pk, response_pk, state in batch
+        ]
+        _upsert(ClaimTally, tallies, TALLY_FIELDS)
+
+
+def _claim_hints(run: Run, states: Iterable[tuple[int, int, ClaimState]]) -> dict[int, list[str]]:
+    """Each claim's pre-check codes, as the figures' pre-checks give them: from the passages
+    of the run's snapshot it cites, and whether its response retrieved them."""
+    retrieved: dict[int, set[str]] = defaultdict(set)
+    for response_pk, ref in Retrieval.objects.filter(
+        response_id__in={response_pk for _, response_pk, _ in states}
+    ).values_list("response_id", "passage__ref"):
+        retrieved[response_pk].add(ref)
+    refs = sorted({ref for _, _, state in states for ref in state.citations})
+    passages: dict[str, PassageFacts] = {}
+    for start in range(0, len(refs), CHUNK):
+        for ref, numbers, status in Passage.objects.filter(
+            snapshot_id=run.snapshot_id, ref__in=refs[start : start + CHUNK]
+        ).values_list("ref", "numbers", "version_status"):
+            passages[ref] = PassageFacts(ref, frozenset(numbers.split()), status)
+    facts = ResponseFacts(
+        answer="", marker_spans=(), cited_refs=(), retrieved=(), passages=passages,
+        relevant_refs=(),
+    )  # fmt: skip
+    return {
+        claim_pk: claim_prechecks(
+            ClaimFacts(state.key, state.kind, state.text, state.citations),
+            facts,
+            retrieved[response_pk],
+        )
+        for claim_pk, response_pk, state in states
+    }
 
 
 def _upsert(model, rows: list, fields: Iterable[str]) -> None:

@@ -978,7 +978,7 @@ def test_adding_a_claim_query_count_does_not_grow_with_claims(
     count_both(
         client,
         django_assert_max_num_queries,
-        30,  # 3: the claim's stored figures (read, upsert)
+        32,  # 5: the claim's stored figures (revisions, verdicts, evidence, upsert)
         lambda run_id: client.post(
             _case_url(run_id, "case-0", "claim_add"),
             {"text": "The limit is 10 units.", "spans": "0-21", "kind": "factual"},
@@ -994,7 +994,7 @@ def test_revising_a_claim_query_count_does_not_grow_with_claims(
     count_both(
         client,
         django_assert_max_num_queries,
-        30,  # 3: the claim's stored figures
+        32,  # 5: the claim's stored figures
         lambda run_id: client.post(
             _case_url(run_id, "case-0", "claim_change", "c1"),
             {
@@ -1147,7 +1147,7 @@ def test_attaching_query_count_does_not_grow_with_claims(
     count_both(
         client,
         django_assert_max_num_queries,
-        34,  # 3: the claim's stored figures
+        36,  # 5: the claim's stored figures
         lambda run_id: client.post(
             _case_url(run_id, "case-0", "claim_attach", keys[run_id]),
             {"ref": "doc0@v1#c0", "seen_claim_seq": 1},

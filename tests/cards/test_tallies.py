@@ -8,16 +8,23 @@ are compared with the streamed ones, response by response and in total.
 
 from __future__ import annotations
 
+import json
 import random
+import re
 
 import pytest
 from django.db.models import Q
+from django.urls import reverse
 
-from cards.metrics import run_metrics, stored_run_figures
+import cards.metrics
+import cards.views.figures
+from cards.dashboard import precheck_counts
+from cards.metrics import stored_run_figures, streamed_run_metrics
 from cards.models import Claim, ClaimTally, ResponseTally, RunTally
 from cards.services.claims import claim_create, claim_revise
 from cards.services.reviews import response_mark_complete
-from cards.services.tallies import _claim_states, claim_tally, run_tallies_store
+from cards.services.tallies import _claim_hints, _claim_states, claim_tally, run_tallies_store
+from cards.verdicts import Source
 from replay.models import Run
 from tests.cards.conftest import judge
 from tests.conftest import bundle_bytes, import_bytes
@@ -26,7 +33,7 @@ from tests.factories import synthetic_bundle
 
 def stored_rows(run: Run) -> dict[int, dict]:
     fields = ("current", "kind", "support", "attached", "diagnosis", "judged_citations",
-              "useful_citations", "facts", "gaps")  # fmt: skip
+              "useful_citations", "facts", "gaps", "hints")  # fmt: skip
     return {
         row.pop("claim_id"): row
         for row in ClaimTally.objects.filter(response__run=run).values("claim_id", *fields)
@@ -34,23 +41,21 @@ def stored_rows(run: Run) -> dict[int, dict]:
 
 
 def recomputed_rows(run: Run) -> dict[int, dict]:
-    return {pk: claim_tally(state) for pk, _, state in _claim_states(Q(claim__response__run=run))}
-
-
-def without_prechecks(figures: dict) -> dict:
-    return {name: value for name, value in figures.items() if name != "prechecks"}
+    states = list(_claim_states(Q(claim__response__run=run)))
+    hints = _claim_hints(run, states)
+    return {pk: claim_tally(state, hints[pk]) for pk, _, state in states}
 
 
 def assert_stored_figures_are_current(run: Run) -> None:
     assert stored_rows(run) == recomputed_rows(run)
     assert ResponseTally.objects.filter(run=run).count() == run.responses.count()
-    streamed = run_metrics(run=run)
+    streamed = streamed_run_metrics(run=run, source=Source())
     stored = stored_run_figures(run=run)
-    assert stored.per_response == [without_prechecks(r) for r in streamed.per_response]
+    assert list(stored.per_response) == streamed.per_response
     assert stored.totals == streamed.totals
-    # The same keys in the same order: pages and JSON print them in this order.
-    assert list(stored.totals["micro"]) == list(streamed.totals["micro"])
-    assert list(stored.totals["macro"]) == list(streamed.totals["macro"])
+    assert stored.hint_counts == precheck_counts(streamed)
+    # The same JSON, byte for byte: keys in the same order (pages print them in order).
+    assert json.dumps(stored.as_json()) == json.dumps(streamed.as_json())
 
 
 def test_the_stored_figures_of_every_demo_run_equal_the_streamed_ones(demo_runs):
@@ -196,11 +201,42 @@ def test_a_refused_import_stores_no_row(project):
     assert not ClaimTally.objects.exists()
 
 
-def test_a_response_page_of_the_stored_figures_reads_a_fixed_number_of_queries(
+def test_the_stored_figures_and_a_page_of_responses_read_a_fixed_number_of_queries(
     project, django_assert_max_num_queries
 ):
     run = generated_run(cases=12)
-    with django_assert_max_num_queries(4):
-        figures = stored_run_figures(run=run, responses=slice(5, 10))
-    assert [r["case_id"] for r in figures.per_response] == [f"case-{c}" for c in (5, 6, 7, 8, 9)]
-    assert figures.totals["responses"] == 12
+    with django_assert_max_num_queries(8):
+        figures = stored_run_figures(run=run)
+        page = figures.per_response[5:10]
+    assert [r["case_id"] for r in page] == [f"case-{c}" for c in (5, 6, 7, 8, 9)]
+    assert figures.totals["responses"] == len(figures.per_response) == 12
+
+
+# The page's CSRF token (in a form field and in the body's HTMX headers) changes per request.
+CSRF = re.compile(rb'name="csrfmiddlewaretoken" value="[^"]*"|"X-CSRFToken": "[^"]*"')
+
+
+@pytest.mark.parametrize("suffix", ["figures", "csv", "json"])
+def test_the_figures_pages_read_from_the_stored_rows_are_those_computed_before(
+    client, reviewer, demo_runs, monkeypatch, suffix
+):
+    client.force_login(reviewer)
+    name = {"figures": "run_figures", "csv": "run_figures_csv", "json": "run_figures_json"}
+    read: list[str] = []
+
+    def stored(*, run):
+        read.append(run.run_id)
+        return stored_run_figures(run=run)
+
+    monkeypatch.setattr(cards.metrics, "stored_run_figures", stored)
+    runs = Run.objects.filter(project__slug="demo")
+    for run in runs:
+        url = reverse(name[suffix], args=["demo", run.run_id])
+        for query in ["", "?page=2"] if suffix == "figures" else [""]:
+            from_rows = client.get(url + query)
+            with monkeypatch.context() as patch:
+                patch.setattr(cards.views.figures, "run_metrics", streamed_run_metrics)
+                computed = client.get(url + query)
+            assert from_rows.status_code == computed.status_code == 200
+            assert CSRF.sub(b"", from_rows.content) == CSRF.sub(b"", computed.content)
+    assert sorted(set(read)) == sorted(run.run_id for run in runs)
