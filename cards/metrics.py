@@ -12,6 +12,8 @@ passages when any, drift) for each further batch.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import itertools
 import json
 from collections.abc import Iterator, Sequence
@@ -151,10 +153,25 @@ def streamed_run_metrics(*, run: Run, source: Source) -> RunFigures:
     """`run_metrics` computed from the revisions in one streaming pass, whatever the source:
     the reference the stored figures are tested against."""
     per_response, totals = [], Totals()
-    for figures in iter_response_figures(run=run, source=source):
-        per_response.append(figures)
-        totals.add(figures)
+    with gc_paused():
+        for figures in iter_response_figures(run=run, source=source):
+            per_response.append(figures)
+            totals.add(figures)
     return RunFigures(run.run_id, source, per_response, totals.result())
+
+
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection during a pass that makes many objects and no cycles
+    (issue 12): the 10,000 responses of a run made the collector walk every object the
+    pass had kept so far, again and again. It runs again, as before, afterwards."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
 
 
 def iter_response_figures(*, run: Run, source: Source) -> Iterator[dict[str, Any]]:

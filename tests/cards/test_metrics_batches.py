@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 
 import cards.metrics
@@ -73,3 +75,20 @@ def test_a_retrieved_passage_whose_document_is_not_its_refs_prefix_names_its_doc
         response=run.responses.order_by("position").first(), rank=3, passage=retrieved
     )
     assert doc_exceptions(run) == {"odd@1#1": "ODD"}
+
+
+def test_the_collector_is_paused_during_a_computed_pass_and_runs_again_after(project, monkeypatch):
+    import_bytes(bundle_bytes(*synthetic_bundle(run_id="paused", cases=2)))
+    seen = []
+    streamed = cards.metrics.iter_response_figures
+
+    def spied(**kwargs):
+        for figures in streamed(**kwargs):
+            seen.append(gc.isenabled())
+            yield figures
+
+    monkeypatch.setattr(cards.metrics, "iter_response_figures", spied)
+    assert gc.isenabled()
+    run_metrics(run=Run.objects.get(run_id="paused"), source=Source("consensus"))
+    assert seen == [False, False]
+    assert gc.isenabled()
