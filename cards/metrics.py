@@ -15,11 +15,11 @@ from __future__ import annotations
 import contextlib
 import gc
 import itertools
-import json
-from collections.abc import Iterator, Sequence
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
+from django.db import connection
 from django.db.models import Case, Count, F, Q, StringAgg, Sum, TextField, Value, When
 from django.db.models.functions import Cast, Left, StrIndex
 
@@ -47,7 +47,7 @@ from cards.stats import Proportion
 from cards.verdicts import LABELS, NO_CONSENSUS, Source
 from evidence.drift import drifted_from, drifted_refs_of
 from evidence.fields import as_text, decoded
-from evidence.models import Passage
+from evidence.models import Passage, Snapshot
 from replay.models import Citation, Response, Retrieval, Run
 
 CHUNK = 2000
@@ -376,6 +376,29 @@ _CLAIM_SUMS = {
 }
 
 
+class ClaimSums(NamedTuple):
+    """One response's row of `_CLAIM_SUMS` (a response without claims has none)."""
+
+    n: int = 0
+    supported: int = 0
+    partial: int = 0
+    unsupported: int = 0
+    not_assessable: int = 0
+    unreviewed: int = 0
+    with_citation: int = 0
+    supported_attached: int = 0
+    judged: int | None = None
+    useful: int | None = None
+    invented: int = 0
+    covered: str | None = None
+    honest: str | None = None
+
+
+NO_CLAIMS = ClaimSums()
+# (reviewed, required fact ids, known gap ids, claim sums) of a response.
+StoredClaims = tuple[bool, list[str], list[str], ClaimSums]
+
+
 def stored_run_figures(*, run: Run) -> RunFigures:
     """The default source's figures of a run, read from the stored rows.
 
@@ -385,72 +408,135 @@ def stored_run_figures(*, run: Run) -> RunFigures:
     the revisions: the reference test holds the two together.
     """
     sums = {
-        row.pop("response_id"): row
-        for row in ClaimTally.objects.filter(run=run)
-        .values("response_id")
-        .order_by()
-        .annotate(**_CLAIM_SUMS)
+        pk: ClaimSums._make(row)
+        for pk, *row in _plain_rows(
+            ClaimTally.objects.filter(run=run)
+            .values("response_id")
+            .order_by()
+            .annotate(**_CLAIM_SUMS)
+            .values_list("response_id", *ClaimSums._fields)
+        )
     }
-    totals = Totals()
-    figures_of: dict[int, dict[str, Any]] = {}
-    for pk, reviewed, fact_ids, gap_ids in (
-        ResponseTally.objects.filter(run=run)
-        .order_by("response")
-        .values_list("response_id", "reviewed", as_text("fact_ids"), as_text("gap_ids"))
-        .iterator(chunk_size=CHUNK)
-    ):
-        figures = stored_claim_figures(
-            reviewed=reviewed, fact_ids=decoded(fact_ids), gap_ids=decoded(gap_ids),
-            sums=sums.get(pk),
-        )  # fmt: skip
-        figures_of[pk] = figures
-        totals.add(figures)
-    result = totals.result()
+    claims: dict[int, StoredClaims] = {
+        pk: (bool(reviewed), decoded(fact_ids), decoded(gap_ids), sums.get(pk, NO_CLAIMS))
+        for pk, reviewed, fact_ids, gap_ids in _plain_rows(
+            ResponseTally.objects.filter(run=run)
+            .order_by("response")
+            .values_list("response_id", "reviewed", as_text("fact_ids"), as_text("gap_ids"))
+        )
+    }
+    result = _claim_totals(claims.values()).result()
     stored = RunTally.objects.filter(run=run).values_list("retrieval", flat=True).first() or {}
     for part in ("undefined", "micro", "macro"):
         result[part].pop("context_precision", None)
-        result[part].update(
-            (name, Proportion(*value) if part == "micro" else value)
-            for name, value in stored.get(part, ())
-        )
-    # Drift is asked now, not stored: another snapshot of the project may arrive any time.
-    drifted = frozenset(
-        drifted_from(project_id=run.project_id, snapshot_id=run.snapshot_id).values_list(
-            "ref", flat=True
-        )
-    )
-    per_response = StoredResponses(figures_of, drifted)
-    return RunFigures(
-        run.run_id, Source(), per_response, result, _hint_counts(run, per_response, drifted)
+        result[part].update((name, _restored(part, value)) for name, value in stored.get(part, ()))
+    drifted = _drifted(run)
+    per_response = StoredResponses(claims, drifted)
+    return RunFigures(run.run_id, Source(), per_response, result, _hint_counts(run, drifted))
+
+
+def _restored(part: str, value: Any) -> Any:
+    """A stored retrieval total as `Totals.result` gives it: a macro mean's keys in their
+    order (PostgreSQL's jsonb keeps its keys sorted, not as written)."""
+    if part == "micro":
+        return Proportion(*value)
+    if part == "macro" and value is not None:
+        return {"value": value["value"], "cases": value["cases"]}
+    return value
+
+
+def _plain_rows(queryset) -> list[tuple]:
+    """The rows of a query of plain columns (numbers, text), as the driver gives them: for
+    10,000 rows, Django's per-row converters cost more than reading them."""
+    sql, params = queryset.query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+def _claim_pairs(fact_ids: list[str], gap_ids: list[str], s: ClaimSums) -> list[tuple]:
+    """(k, n) of each of CLAIM_FIGURES, in order, for a reviewed response."""
+    n, supported = s.n, s.supported
+    covered = {f for facts in _joined(s.covered) for f in facts}
+    honest = {g for gaps in _joined(s.honest) for g in gaps}
+    return [
+        (s.with_citation, n),
+        (supported, n),
+        (supported + s.partial, n),
+        (supported, max(n - s.not_assessable - s.unreviewed, 0)),
+        (sum(1 for f in fact_ids if f in covered), len(fact_ids)),
+        (s.supported_attached, n),
+        (s.useful or 0, s.judged or 0),
+        (sum(1 for g in gap_ids if g in honest), len(gap_ids)),
+    ]
+
+
+def _claim_totals(responses: Iterable[StoredClaims]) -> Totals:
+    """`Totals` fed every response's claim figures, as plain numbers: what `Totals.add`
+    does with each response's dict, in the same order (so the macro means add alike), with
+    no dict or Proportion made per response."""
+    totals = Totals()
+    sums = {name: [0, 0, 0, 0.0, 0] for name in CLAIM_FIGURES}
+    accs = [sums[name] for name in CLAIM_FIGURES]
+    verdicts = totals.verdicts
+    for reviewed, fact_ids, gap_ids, s in responses:
+        totals.responses += 1
+        if not reviewed:
+            continue
+        totals.reviewed += 1
+        totals.abstentions += not s.n
+        totals.claims += s.n
+        for label in LABELS:
+            verdicts[label] += getattr(s, label)
+        verdicts["unreviewed"] += s.unreviewed
+        totals.invented += s.invented
+        pairs = _claim_pairs(fact_ids, gap_ids, s)
+        totals.honest_cases += bool(pairs[-1][0])
+        for acc, (k, n) in zip(accs, pairs, strict=True):
+            acc[4] += 1
+            if n:
+                acc[0] += k
+                acc[1] += n
+                acc[2] += 1
+                acc[3] += k / n
+    totals.sums.update(sums)
+    return totals
+
+
+def _drifted(run: Run) -> frozenset[str]:
+    """The refs cited by the run's answers whose text differs in another snapshot of its
+    project: asked when the figures are read, as another snapshot may arrive at any time.
+    None without another snapshot (one cheap query; the drift query read every passage)."""
+    others = Snapshot.objects.filter(project_id=run.project_id).exclude(pk=run.snapshot_id)
+    if not others.exists():
+        return frozenset()
+    cited = Citation.objects.filter(response__run=run).values("passage__ref")
+    return frozenset(
+        drifted_from(project_id=run.project_id, snapshot_id=run.snapshot_id)
+        .filter(ref__in=cited)
+        .values_list("ref", flat=True)
     )
 
 
-# The pre-check codes of a response and of a claim (cards.prechecks), but drift.
+# The pre-check codes of a response (cards.prechecks), but drift.
 RESPONSE_HINTS = (
     "number_not_in_evidence", "relevant_not_retrieved", "cites_superseded_version",
     "citation_not_retrieved",
 )  # fmt: skip
-CLAIM_HINTS = (
-    "claim_without_citation", "number_not_in_evidence", "cites_superseded_version",
-    "citation_not_retrieved",
-)  # fmt: skip
 
 
-def _hint_counts(run: Run, responses: StoredResponses, drifted: frozenset[str]) -> dict:
+def _hint_counts(run: Run, drifted: frozenset[str]) -> dict[str, int]:
     """`cards.dashboard.precheck_counts` of the run, summed over its stored rows: responses
-    with each response code, current claims with each claim code (two queries), and the
-    responses citing a drifted ref (reading their cited refs only when a ref drifted)."""
-
-    def with_code(model, codes, **scope) -> dict[str, int]:
-        return (
-            model.objects.filter(run=run, **scope)
-            .annotate(codes=Cast("hints", TextField()))
-            .aggregate(
-                **{code: Count("pk", filter=Q(codes__contains=f'"{code}"')) for code in codes}
-            )
+    with each response code (one query), current claims with each claim code (one query,
+    grouped by their lists of codes), and responses citing a drifted ref (their cited refs
+    read only when a ref drifted)."""
+    counts: dict[str, int] = (
+        ResponseTally.objects.filter(run=run)
+        .annotate(codes=Cast("hints", TextField()))
+        .aggregate(
+            **{code: Count("pk", filter=Q(codes__contains=f'"{code}"')) for code in RESPONSE_HINTS}
         )
-
-    counts = with_code(ResponseTally, RESPONSE_HINTS)
+    )
     if drifted:
         counts["passage_drift"] = sum(
             1
@@ -459,8 +545,17 @@ def _hint_counts(run: Run, responses: StoredResponses, drifted: frozenset[str]) 
             )
             if not drifted.isdisjoint(decoded(refs))
         )
-    for code, count in with_code(ClaimTally, CLAIM_HINTS, current=True).items():
-        counts[f"{code} (claims)"] = count
+    for codes, claims in (
+        ClaimTally.objects.filter(run=run, current=True)
+        .exclude(hints=[])
+        .values("hints")
+        .order_by()
+        .annotate(claims=Count("pk"))
+        .values_list(as_text("hints"), "claims")
+    ):
+        for code in decoded(codes):
+            name = f"{code} (claims)"
+            counts[name] = counts.get(name, 0) + claims
     return dict(sorted((code, count) for code, count in counts.items() if count))
 
 
@@ -468,9 +563,9 @@ class StoredResponses(Sequence):
     """A run's per-response figures as `run_metrics` lists them, read from the stored rows
     when asked: a slice reads the rows of its responses only (two queries)."""
 
-    def __init__(self, claim_figures: dict[int, dict[str, Any]], drifted: frozenset[str]):
-        self.claim_figures = claim_figures
-        self.pks = list(claim_figures)
+    def __init__(self, claims: dict[int, StoredClaims], drifted: frozenset[str]):
+        self.claims = claims
+        self.pks = list(claims)
         self.drifted = drifted
 
     def __len__(self) -> int:
@@ -486,14 +581,14 @@ class StoredResponses(Sequence):
             yield from self._read(batch)
 
     def _read(self, pks: Sequence[int]) -> list[dict[str, Any]]:
-        claims: dict[int, dict[str, list[str]]] = {pk: {} for pk in pks}
+        claim_hints: dict[int, dict[str, list[str]]] = {pk: {} for pk in pks}
         for pk, key, hints in (
             ClaimTally.objects.filter(response_id__in=pks, current=True)
             .exclude(hints=[])
             .order_by("response_id", "claim__position", "claim_id")
             .values_list("response_id", "claim__key", "hints")
         ):
-            claims[pk][key] = hints
+            claim_hints[pk][key] = hints
         rows = {
             pk: row
             for pk, *row in ResponseTally.objects.filter(response_id__in=pks).values_list(
@@ -509,53 +604,40 @@ class StoredResponses(Sequence):
             out.append(
                 {
                     "case_id": case_id,
-                    **self.claim_figures[pk],
+                    **stored_claim_figures(*self.claims[pk]),
                     **stored_retrieval(retrieval),
-                    "prechecks": {"response": response, "claims": claims[pk]},
+                    "prechecks": {"response": response, "claims": claim_hints[pk]},
                 }
             )
         return out
 
 
 def stored_claim_figures(
-    *, reviewed: bool, fact_ids: list[str], gap_ids: list[str], sums: dict[str, Any] | None
+    reviewed: bool, fact_ids: list[str], gap_ids: list[str], s: ClaimSums
 ) -> dict[str, Any]:
     """A response's claim figures (`cards.figures.claim_figures`, default source) from the
     sums of its stored claim rows."""
-    s = sums or {**dict.fromkeys(_CLAIM_SUMS, 0), "covered": None, "honest": None}
-    n = s["n"]
     if not reviewed:
         return {
             "status": "unreviewed",
-            "claims": n,
+            "claims": s.n,
             "verdicts": None,
             **dict.fromkeys(CLAIM_FIGURES),
             "invented_over_gap": None,
         }
-    supported = s["supported"]
-    verdicts = {label: s[label] for label in LABELS}
-    verdicts["unreviewed"] = s["unreviewed"]
+    verdicts = {label: getattr(s, label) for label in LABELS}
+    verdicts["unreviewed"] = s.unreviewed
     verdicts[NO_CONSENSUS] = 0
-    covered = {f for facts in _joined(s["covered"]) for f in facts}
-    honest = {g for gaps in _joined(s["honest"]) for g in gaps}
+    pairs = _claim_pairs(fact_ids, gap_ids, s)
     return {
-        "status": "reviewed" if n else "abstention",
-        "claims": n,
+        "status": "reviewed" if s.n else "abstention",
+        "claims": s.n,
         "verdicts": verdicts,
-        "citation_presence": Proportion(s["with_citation"], n),
-        "support": Proportion(supported, n),
-        "support_or_partial": Proportion(supported + s["partial"], n),
-        "support_assessed": Proportion(
-            supported, max(n - s["not_assessable"] - s["unreviewed"], 0)
-        ),
-        "coverage": Proportion(sum(1 for f in fact_ids if f in covered), len(fact_ids)),
-        "citation_recall": Proportion(s["supported_attached"], n),
-        "citation_precision": Proportion(s["useful"] or 0, s["judged"] or 0),
-        "honest_misses": Proportion(sum(1 for g in gap_ids if g in honest), len(gap_ids)),
-        "invented_over_gap": s["invented"],
+        **{name: Proportion(k, n) for name, (k, n) in zip(CLAIM_FIGURES, pairs, strict=True)},
+        "invented_over_gap": s.invented,
     }
 
 
 def _joined(arrays: str | None) -> list[list[str]]:
-    """JSON arrays joined by "," (StringAgg), as a list of lists."""
-    return json.loads(f"[{arrays}]") if arrays else []
+    """JSON arrays joined by "," (StringAgg), as a list of lists (decoded once per text)."""
+    return decoded(f"[{arrays}]") if arrays else []

@@ -152,7 +152,9 @@ def bundle_import(
             else:
                 importer.seen.drop()
                 # The stored figures (cards.services.tallies), in the import's transaction.
-                run_tallies_store(run=Run.objects.get(pk=importer.batches.run_pk))
+                stored = run_tallies_store(run=Run.objects.get(pk=importer.batches.run_pk))
+                for table, rows in stored.items():
+                    importer.rows.grew(table, rows)
                 importer.rows.analyze_after_commit()
     except IntegrityError as exc:
         # Every rule is checked before writing; what reaches here is a race with

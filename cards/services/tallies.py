@@ -112,8 +112,9 @@ def response_reviewed(*, response: Response, complete: bool) -> None:
         run_tallies_store(run=response.run)
 
 
-def run_tallies_store(*, run: Run) -> None:
-    """Every stored row of a run, computed from scratch: after its import, or to rebuild."""
+def run_tallies_store(*, run: Run) -> dict[str, int]:
+    """Every stored row of a run, computed from scratch: after its import, or to rebuild.
+    The rows written, by table (an import has their statistics refreshed)."""
     _store_claims(run, Q(claim__response__run=run))
     _store_responses(run)
     totals = Totals()
@@ -127,6 +128,10 @@ def run_tallies_store(*, run: Run) -> None:
     RunTally.objects.update_or_create(
         run=run, defaults={"retrieval": retrieval_totals(totals.result())}
     )
+    return {
+        ClaimTally._meta.db_table: ClaimTally.objects.filter(run=run).count(),
+        ResponseTally._meta.db_table: totals.responses,
+    }
 
 
 def tallies_rebuild() -> None:
