@@ -174,13 +174,18 @@ def gc_paused() -> Iterator[None]:
             gc.enable()
 
 
-def iter_response_figures(*, run: Run, source: Source) -> Iterator[dict[str, Any]]:
+def iter_response_figures(
+    *, run: Run, source: Source, claims: bool = True, drift: bool = True
+) -> Iterator[dict[str, Any]]:
     """Each response's figures, one at a time.
 
     The responses are read in batches of BATCH, with the passages they need (what they
     retrieved or marked, what their claims cite, and which of those drifted): memory does
-    not grow with the run, for a few queries per batch.
+    not grow with the run, for a few queries per batch. Without `claims` no claim is read
+    (the claim figures are those of a response without claims), without `drift` no ref
+    drifted: what an import stores needs neither (cards.services.tallies).
     """
+    no_rows = Lockstep(iter(()))
     responses = response_rows(Response.objects.filter(run=run), "pk", "case__case_id")
     doc_of = doc_exceptions(run)
     retrievals = Lockstep(
@@ -195,32 +200,35 @@ def iter_response_figures(*, run: Run, source: Source) -> Iterator[dict[str, Any
         .values_list("response_id", "passage_id", "start", "end")
         .iterator(chunk_size=CHUNK)
     )
-    revisions = Lockstep(
-        ClaimRevision.objects.filter(claim__response__run=run)
-        .order_by("claim__response_id", "claim__position", "claim_id", "-seq")
-        .values_list("claim__response_id", "claim_id", *STATE_COLUMNS)
-        .iterator(chunk_size=CHUNK)
-    )
-    verdicts = Lockstep(
-        VerdictRevision.objects.filter(claim__response__run=run)
-        .order_by("claim__response_id", "claim_id", "-seq")
-        .values_list("claim__response_id", "claim_id", *VERDICT_COLUMNS)
-        .iterator(chunk_size=CHUNK)
-    )
+    revisions = no_rows
+    verdicts = no_rows
+    if claims:
+        revisions = Lockstep(
+            ClaimRevision.objects.filter(claim__response__run=run)
+            .order_by("claim__response_id", "claim__position", "claim_id", "-seq")
+            .values_list("claim__response_id", "claim_id", *STATE_COLUMNS)
+            .iterator(chunk_size=CHUNK)
+        )
+        verdicts = Lockstep(
+            VerdictRevision.objects.filter(claim__response__run=run)
+            .order_by("claim__response_id", "claim_id", "-seq")
+            .values_list("claim__response_id", "claim_id", *VERDICT_COLUMNS)
+            .iterator(chunk_size=CHUNK)
+        )
     clock = sightings(run=run)
     for batch in itertools.batched(responses.iterator(chunk_size=CHUNK), BATCH):
         read = []
         for response in batch:
             pk = response[0]
-            claims: dict[int, ClaimState] = {}
+            states: dict[int, ClaimState] = {}
             for _, claim_id, *columns in revisions.take(pk):
-                if claim_id not in claims:  # newest revision first
-                    claims[claim_id] = claim_state(*columns)
+                if claim_id not in states:  # newest revision first
+                    states[claim_id] = claim_state(*columns)
             for _, claim_id, *columns in verdicts.take(pk):
-                if claim_id in claims:
-                    claims[claim_id].verdicts.append(verdict_of(*columns))
+                if claim_id in states:
+                    states[claim_id].verdicts.append(verdict_of(*columns))
             ranked_ids = [pid for _, pid in retrievals.take(pk)]
-            read.append((response, list(claims.values()), ranked_ids, citations.take(pk)))
+            read.append((response, list(states.values()), ranked_ids, citations.take(pk)))
         passages = _batch_passages(run, read)
         # Refs are unique within the run's snapshot, so one map serves the batch's checks.
         facts_by_ref = {facts.ref: facts for facts in passages.values()}
@@ -230,6 +238,8 @@ def iter_response_figures(*, run: Run, source: Source) -> Iterator[dict[str, Any
                 project_id=run.project_id,
                 refs={passages[pid].ref for *_, rows in read for _, pid, _, _ in rows},
             )
+            if drift
+            else ()
         )
         for (
             (pk, case_id, text, abstained, complete, facts, relevant, gaps),

@@ -111,10 +111,6 @@ class RowWriter:
         load_rows(table, column_list, len(names), rows)
         self.rows_by_table[table] = self.rows_by_table.get(table, 0) + len(rows)
 
-    def grew(self, table: str, rows: int) -> None:
-        """`rows` were written to `table` besides this writer (the stored figures)."""
-        self.rows_by_table[table] = self.rows_by_table.get(table, 0) + rows
-
     def analyze_after_commit(self, *, threshold: int = 5000) -> None:
         """Refresh the planner's statistics of tables that grew a lot, once committed.
 

@@ -152,9 +152,9 @@ def bundle_import(
             else:
                 importer.seen.drop()
                 # The stored figures (cards.services.tallies), in the import's transaction.
-                stored = run_tallies_store(run=Run.objects.get(pk=importer.batches.run_pk))
-                for table, rows in stored.items():
-                    importer.rows.grew(table, rows)
+                run_tallies_store(
+                    run=Run.objects.get(pk=importer.batches.run_pk), write=importer.rows.write
+                )
                 importer.rows.analyze_after_commit()
     except IntegrityError as exc:
         # Every rule is checked before writing; what reaches here is a race with

@@ -14,11 +14,13 @@ test recomputes every row with it from scratch and compares.
 from __future__ import annotations
 
 import itertools
+import json
 from collections import defaultdict
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
-from django.db.models import Q
+from django.db import connection
+from django.db.models import Model, Q
 
 from cards.figures import (
     ClaimState,
@@ -46,11 +48,6 @@ from replay.models import Citation, Response, Retrieval, Run
 
 CHUNK = 2000
 USEFUL = frozenset({"necessary", "redundant"})
-TALLY_FIELDS = (
-    "run", "response", "current", "kind", "support", "attached", "diagnosis",
-    "judged_citations", "useful_citations", "facts", "gaps", "hints",
-)  # fmt: skip
-RESPONSE_FIELDS = ("run", "reviewed", "fact_ids", "gap_ids", "retrieval", "hints", "cited_refs")
 _DEFAULT = chooser(Source())
 
 
@@ -102,7 +99,13 @@ def verdict_chosen(*, claim_pk: int, fields: dict[str, Any]) -> None:
 
 def claims_refresh(*, run: Run, claim_pks: list[int]) -> None:
     """Recompute the rows of these claims of `run` from their revisions and evidence."""
-    _store_claims(run, Q(claim_id__in=claim_pks))
+    for rows in _claim_rows(run, Q(claim_id__in=claim_pks)):
+        ClaimTally.objects.bulk_create(
+            [ClaimTally(**row) for row in rows],
+            update_conflicts=True,
+            unique_fields=["claim"],
+            update_fields=[name.removesuffix("_id") for name in CLAIM_NAMES[1:]],
+        )
 
 
 def response_reviewed(*, response: Response, complete: bool) -> None:
@@ -112,26 +115,44 @@ def response_reviewed(*, response: Response, complete: bool) -> None:
         run_tallies_store(run=response.run)
 
 
-def run_tallies_store(*, run: Run) -> dict[str, int]:
-    """Every stored row of a run, computed from scratch: after its import, or to rebuild.
-    The rows written, by table (an import has their statistics refreshed)."""
-    _store_claims(run, Q(claim__response__run=run))
-    _store_responses(run)
+Rows = tuple[type[Model], tuple[str, ...], list[tuple]]
+CLAIM_NAMES = (
+    "claim_id", "run_id", "response_id", "current", "kind", "support", "attached",
+    "diagnosis", "judged_citations", "useful_citations", "facts", "gaps", "hints",
+)  # fmt: skip
+RESPONSE_NAMES = (
+    "response_id", "run_id", "reviewed", "fact_ids", "gap_ids", "retrieval", "hints",
+    "cited_refs",
+)  # fmt: skip
+JSON_NAMES = frozenset(
+    {"facts", "gaps", "hints", "fact_ids", "gap_ids", "retrieval", "cited_refs"}
+)
+
+
+def run_tallies_store(*, run: Run, write: Callable[..., None] | None = None) -> None:
+    """Every stored row of a run, computed from scratch: after its import, with `write` its
+    bulk writer (`write(model, names, rows)`), or, without, to rebuild (the run's rows are
+    replaced)."""
+    if write is None:
+        for model in (ClaimTally, ResponseTally, RunTally):
+            model.objects.filter(run=run).delete()
+        write = _insert_rows
+    for model, names, rows in run_tally_rows(run=run):
+        write(model, names, rows)
+
+
+def run_tally_rows(*, run: Run) -> Iterator[Rows]:
+    """The stored rows of a run as (model, field names, rows), a batch at a time; JSON
+    values as text, as a bulk writer takes them."""
+    for rows in _claim_rows(run, Q(claim__response__run=run)):
+        yield ClaimTally, CLAIM_NAMES, [_as_text(row, CLAIM_NAMES) for row in rows]
     totals = Totals()
-    for pairs in (
-        ResponseTally.objects.filter(run=run)
-        .order_by("response")
-        .values_list("retrieval", flat=True)
-        .iterator(chunk_size=CHUNK)
-    ):
-        totals.add({"status": "unreviewed", **stored_retrieval(pairs)})
-    RunTally.objects.update_or_create(
-        run=run, defaults={"retrieval": retrieval_totals(totals.result())}
-    )
-    return {
-        ClaimTally._meta.db_table: ClaimTally.objects.filter(run=run).count(),
-        ResponseTally._meta.db_table: totals.responses,
-    }
+    for batch in itertools.batched(_response_rows(run), CHUNK):
+        for row in batch:
+            totals.add({"status": "unreviewed", **stored_retrieval(row["retrieval"])})
+        yield ResponseTally, RESPONSE_NAMES, [_as_text(row, RESPONSE_NAMES) for row in batch]
+    retrieval = json.dumps(retrieval_totals(totals.result()))
+    yield RunTally, ("run_id", "retrieval"), [(run.pk, retrieval)]
 
 
 def tallies_rebuild() -> None:
@@ -140,9 +161,24 @@ def tallies_rebuild() -> None:
         run_tallies_store(run=run)
 
 
-def _store_responses(run: Run) -> None:
-    """Each response's `ResponseTally`: its retrieval figures and response pre-checks, from
-    the streaming computation (the reference), its review state, facts and gaps."""
+def _as_text(row: dict[str, Any], names: tuple[str, ...]) -> tuple:
+    return tuple(json.dumps(row[name]) if name in JSON_NAMES else row[name] for name in names)
+
+
+def _insert_rows(model: type[Model], names: tuple[str, ...], rows: list[tuple]) -> None:
+    """INSERT the rows (a rebuild: the bulk writer of the import is a layer above)."""
+    columns = ", ".join(connection.ops.quote_name(model._meta.get_field(n).column) for n in names)
+    marks = ", ".join(["%s"] * len(names))
+    with connection.cursor() as cursor:
+        cursor.executemany(
+            f"INSERT INTO {model._meta.db_table} ({columns}) VALUES ({marks})",  # noqa: S608
+            rows,
+        )
+
+
+def _response_rows(run: Run) -> Iterator[dict[str, Any]]:
+    """Each response's `ResponseTally` fields: its retrieval figures and response pre-checks,
+    from the streaming computation (the reference), its review state, facts and gaps."""
     responses = (
         Response.objects.filter(run=run)
         .order_by("pk")
@@ -155,52 +191,44 @@ def _store_responses(run: Run) -> None:
         .values_list("response_id", "passage__ref")
         .iterator(chunk_size=CHUNK)
     )
-    tallies = []
-    # One default-source pass: `iter_response_figures` yields in response order.
-    for (pk, facts, gaps), figures in zip(
-        responses, iter_response_figures(run=run, source=Source()), strict=True
-    ):
-        tallies.append(
-            ResponseTally(
-                response_id=pk,
-                run=run,
-                reviewed=figures["status"] != "unreviewed",
-                fact_ids=[f["fact_id"] for f in facts],
-                gap_ids=[g["gap_id"] for g in gaps],
-                retrieval=[
-                    [name, as_stored(value)]
-                    for name, value in figures.items()
-                    if "@" in name or name == "context_precision"
-                ],
-                hints=[
-                    [code, details]
-                    for code, details in figures["prechecks"]["response"].items()
-                    if code != "passage_drift"
-                ],
-                cited_refs=list(dict.fromkeys(ref for _, ref in cited.take(pk))),
-            )
-        )
-        if len(tallies) >= CHUNK:
-            _upsert(ResponseTally, tallies, RESPONSE_FIELDS)
-            tallies = []
-    _upsert(ResponseTally, tallies, RESPONSE_FIELDS)
+    # The streaming pass, in response order, with neither claims nor drift: retrieval and
+    # the response's own pre-checks read neither, and `reviewed` is not a claim figure.
+    figures_of = iter_response_figures(run=run, source=Source(), claims=False, drift=False)
+    for (pk, facts, gaps), figures in zip(responses, figures_of, strict=True):
+        yield {
+            "response_id": pk,
+            "run_id": run.pk,
+            "reviewed": figures["status"] != "unreviewed",
+            "fact_ids": [f["fact_id"] for f in facts],
+            "gap_ids": [g["gap_id"] for g in gaps],
+            "retrieval": [
+                [name, as_stored(value)]
+                for name, value in figures.items()
+                if "@" in name or name == "context_precision"
+            ],
+            "hints": [
+                [code, details]
+                for code, details in figures["prechecks"]["response"].items()
+                if code != "passage_drift"
+            ],
+            "cited_refs": list(dict.fromkeys(ref for _, ref in cited.take(pk))),
+        }
 
 
-def _store_claims(run: Run, scope: Q) -> None:
-    """The rows of the claims of `run` in `scope`, from their revisions and evidence, a
-    batch at a time (an import's 50,000 claims never sit in memory together)."""
+def _claim_rows(run: Run, scope: Q) -> Iterator[list[dict[str, Any]]]:
+    """The `ClaimTally` fields of the claims of `run` in `scope`, from their revisions and
+    evidence, a batch at a time (an import's 50,000 claims never sit in memory together)."""
     for batch in itertools.batched(_claim_states(scope), CHUNK):
         hints = _claim_hints(run, batch)
-        tallies = [
-            ClaimTally(
-                claim_id=claim_pk,
-                run=run,
-                response_id=response_pk,
+        yield [
+            {
+                "claim_id": claim_pk,
+                "run_id": run.pk,
+                "response_id": response_pk,
                 **claim_tally(state, hints[claim_pk]),
-            )  # fmt: skip
+            }
             for claim_pk, response_pk, state in batch
         ]
-        _upsert(ClaimTally, tallies, TALLY_FIELDS)
 
 
 def _claim_hints(run: Run, states: Iterable[tuple[int, int, ClaimState]]) -> dict[int, list[str]]:
@@ -230,16 +258,6 @@ def _claim_hints(run: Run, states: Iterable[tuple[int, int, ClaimState]]) -> dic
         )
         for claim_pk, response_pk, state in states
     }
-
-
-def _upsert(model, rows: list, fields: Iterable[str]) -> None:
-    if rows:
-        model.objects.bulk_create(
-            rows,
-            update_conflicts=True,
-            unique_fields=[model._meta.pk.name],
-            update_fields=list(fields),
-        )
 
 
 def _claim_states(scope: Q) -> Iterator[tuple[int, int, ClaimState]]:
