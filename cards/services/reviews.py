@@ -13,7 +13,7 @@ from cards.blind import hidden_from, sightings
 from cards.models import Claim, ClaimRevision, Origin, ResponseReview, Unblinding, VerdictRevision
 from cards.queue import claims_without_verdict
 from cards.services.guards import require_member
-from cards.services.tallies import response_reviewed
+from cards.services.tallies import lock_response_tally, response_reviewed
 from evidence.models import Project
 from replay.models import Response, Run
 
@@ -51,6 +51,7 @@ def response_mark_complete(
                     "verdict."
                 }
             )
+    lock_response_tally(response=response)
     review = ResponseReview.objects.create(
         response=response, complete=complete, author=author,
         annotator=author.get_username(), origin=Origin.REVIEW,

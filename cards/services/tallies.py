@@ -108,6 +108,17 @@ def claims_refresh(*, run: Run, claim_pks: list[int]) -> None:
         )
 
 
+def lock_response_tally(*, response: Response) -> None:
+    """Lock the response's row until the transaction ends, before a review mark is stored.
+
+    The newest mark counts: two marks at once must store their rows and update this one in
+    the same order, or the row would keep the older mark's answer. SQLite needs no lock
+    (one writer at a time).
+    """
+    if connection.features.has_select_for_update:
+        list(ResponseTally.objects.select_for_update().filter(response=response).values("pk"))
+
+
 def response_reviewed(*, response: Response, complete: bool) -> None:
     """A review mark was saved: the response's `reviewed` follows (metrics.md)."""
     reviewed = is_reviewed(complete=complete, abstained=response.abstained, text=response.text)

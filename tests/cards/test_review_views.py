@@ -1016,7 +1016,7 @@ def test_completing_query_count_does_not_grow_with_claims(
     count_both(
         client,
         django_assert_max_num_queries,
-        21,  # 1: the response's stored `reviewed`
+        22,  # the response's stored `reviewed`: its lock (PostgreSQL) and UPDATE
         lambda run_id: client.post(
             _case_url(run_id, "case-0", "review_complete"), {"complete": "0"}, **HTMX
         ),
