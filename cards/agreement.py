@@ -3,18 +3,19 @@
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any
 
-from cards.annotators import Roster, annotators_of, roster_of
+from cards.annotators import Annotator, Roster, annotators_of, roster_of
 from cards.blind import sightings
-from cards.models import ClaimRevision, Origin, VerdictRevision
+from cards.models import ClaimRevision, VerdictRevision
 from cards.stats import Proportion, cohen_kappa, krippendorff_alpha_nominal
-from cards.verdicts import LABELS, newest_labels
+from cards.verdicts import LABELS, Source, counted, newest_labels
 from replay.models import Run
 
-__all__ = ["Agreement", "Disagreeing", "annotators_of", "run_agreement"]
+__all__ = ["Agreement", "Disagreeing", "JudgeAgreement", "annotators_of", "run_agreement"]
+PEOPLE = Source()  # the default source: a lead's adjudication, else the newest review
 
 
 @dataclass
@@ -23,6 +24,40 @@ class Disagreeing:
     claim_id: str
     text: str
     labels: dict[str, tuple[str, str]]  # annotator → (support, reason)
+
+
+@dataclass
+class JudgeDisagreeing:
+    case_id: str
+    claim_id: str
+    text: str
+    judge: tuple[str, str]  # (support, reason)
+    people: tuple[str, str, str]  # (support, reason, who: a reviewer or the adjudicating lead)
+
+
+@dataclass
+class JudgeAgreement:
+    """One imported judge against the people's verdicts (the default source), per claim."""
+
+    judge: str
+    raw: Proportion
+    kappa: float | None
+    confusion: dict[str, dict[str, int]]  # rows: the judge's label; columns: the people's
+    disagreeing: list[JudgeDisagreeing]
+
+    def as_json(self) -> dict[str, Any]:
+        return {
+            "judge": self.judge,
+            "claims": self.raw.n,
+            "raw_agreement": self.raw.as_json(),
+            "cohen_kappa": None if self.kappa is None else round(self.kappa, 4),
+            "confusion": self.confusion,
+            "disagreements": [
+                {"case_id": d.case_id, "claim_id": d.claim_id, "judge": d.judge[0],
+                 "people": d.people[0]}
+                for d in self.disagreeing
+            ],
+        }  # fmt: skip
 
 
 @dataclass
@@ -35,6 +70,7 @@ class Agreement:
     alpha: float | None
     confusion: dict[str, dict[str, int]] | None
     disagreeing: list[Disagreeing]
+    judges: list[JudgeAgreement] = field(default_factory=list)  # each imported one chosen
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -46,6 +82,7 @@ class Agreement:
             "krippendorff_alpha": None if self.alpha is None else round(self.alpha, 4),
             "confusion": self.confusion,
             "disagreements": len(self.disagreeing),
+            "judges_vs_people": [judge.as_json() for judge in self.judges],
         }
 
 
@@ -61,11 +98,12 @@ def run_agreement(
         else list(roster.annotators)
     )
     names = {annotator: roster.name(annotator) for annotator in chosen}
+    wanted = {a.name for a in chosen}
+    judges = [a for a in chosen if a.imported]
+    # Every verdict of the run, once: the chosen annotators' labels, and for each judge
+    # its label beside the people's verdict on the same claim.
     rows = (
-        VerdictRevision.objects.filter(
-            claim__response__run=run, annotator__in=sorted({a.name for a in chosen})
-        )
-        .exclude(origin=Origin.ADJUDICATION)
+        VerdictRevision.objects.filter(claim__response__run=run)
         .order_by("claim_id", "-seq")
         .values_list(
             "claim_id",
@@ -81,23 +119,23 @@ def run_agreement(
     )
     clock = sightings(run=run)
     newest: dict[int, dict[str, tuple[str, str]]] = {}
+    paired: dict[Annotator, dict[int, tuple[Any, Any]]] = {judge: {} for judge in judges}
     for claim_id, group in itertools.groupby(rows, key=attrgetter("claim_id")):
         verdicts = list(group)
-        labels = newest_labels(verdicts, sighted=clock.of(verdicts[0].claim__response_id))
-        # A chosen name may be shared by an annotator who was not chosen: keep the chosen.
-        newest[claim_id] = {
-            names[a]: (labels[a].support, labels[a].reason) for a in chosen if a in labels
-        }
-    current = {}
-    for claim_id, case_id, key, text, withdrawn in (
-        ClaimRevision.objects.filter(claim_id__in=list(newest))
-        .order_by("claim_id", "-seq")
-        .values_list(
-            "claim_id", "claim__response__case__case_id", "claim__key", "text", "withdrawn"
-        )
-        .iterator(chunk_size=5000)
-    ):
-        current.setdefault(claim_id, (case_id, key, text, withdrawn))
+        labelled = [v for v in verdicts if v.annotator in wanted]
+        if labelled:
+            labels = newest_labels(labelled, sighted=clock.of(verdicts[0].claim__response_id))
+            # A chosen name may be shared by an annotator who was not chosen: keep the chosen.
+            newest[claim_id] = {
+                names[a]: (labels[a].support, labels[a].reason) for a in chosen if a in labels
+            }
+        people = counted(verdicts, PEOPLE, sighted={}) if judges else None
+        if people is not None:
+            for judge in judges:
+                label = counted(verdicts, Source.of(judge), sighted={})
+                if label is not None:
+                    paired[judge][claim_id] = (label, people)
+    current = _current_claims({*newest, *(c for pairs in paired.values() for c in pairs)})
     units = {
         claim_id: labels
         for claim_id, labels in newest.items()
@@ -121,6 +159,7 @@ def run_agreement(
         if len({s for s, _ in labels.values()}) > 1
     ]
     disagreeing.sort(key=lambda d: (d.case_id, d.claim_id))
+    judged = [_judge_agreement(names[judge], paired[judge], current) for judge in judges]
     return Agreement(
         run_id=run.run_id,
         annotators=[names[a] for a in chosen],
@@ -128,6 +167,53 @@ def run_agreement(
         raw=Proportion(agreeing, len(units)),
         kappa=kappa,
         alpha=alpha,
+        confusion=confusion,
+        disagreeing=disagreeing,
+        judges=judged,
+    )
+
+
+def _current_claims(claim_ids: set[int]) -> dict[int, tuple[str, str, str, bool]]:
+    """Each claim's (case_id, key, current text, withdrawn), in one query."""
+    current: dict[int, tuple[str, str, str, bool]] = {}
+    for claim_id, case_id, key, text, withdrawn in (
+        ClaimRevision.objects.filter(claim_id__in=list(claim_ids))
+        .order_by("claim_id", "-seq")
+        .values_list(
+            "claim_id", "claim__response__case__case_id", "claim__key", "text", "withdrawn"
+        )
+        .iterator(chunk_size=5000)
+    ):
+        current.setdefault(claim_id, (case_id, key, text, withdrawn))
+    return current
+
+
+def _judge_agreement(
+    name: str,
+    pairs: dict[int, tuple[Any, Any]],
+    current: dict[int, tuple[str, str, str, bool]],
+) -> JudgeAgreement:
+    """A judge's labels against the people's on the current claims both labelled."""
+    units = {cid: pair for cid, pair in pairs.items() if not current[cid][3]}
+    confusion = {a: dict.fromkeys(LABELS, 0) for a in LABELS}
+    for judge, people in units.values():
+        confusion[judge.support][people.support] += 1
+    disagreeing = [
+        JudgeDisagreeing(
+            current[cid][0],
+            current[cid][1],
+            current[cid][2],
+            (judge.support, judge.reason),
+            (people.support, people.reason, people.annotator),
+        )
+        for cid, (judge, people) in units.items()
+        if judge.support != people.support
+    ]
+    disagreeing.sort(key=lambda d: (d.case_id, d.claim_id))
+    return JudgeAgreement(
+        judge=name,
+        raw=Proportion(len(units) - len(disagreeing), len(units)),
+        kappa=cohen_kappa([(judge.support, people.support) for judge, people in units.values()]),
         confusion=confusion,
         disagreeing=disagreeing,
     )

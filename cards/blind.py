@@ -23,13 +23,14 @@ from datetime import datetime
 
 from django.core.exceptions import PermissionDenied
 from django.db.models import Max, Min
+from django.utils.translation import gettext_lazy
 
 from cards.annotators import Annotator
 from cards.models import Origin, ResponseReview, Unblinding, VerdictRevision
 from evidence.models import Membership, Role
 from replay.models import Run
 
-BLIND_FIGURES = (
+BLIND_FIGURES = gettext_lazy(
     "This project reviews blind: figures built from other reviewers' verdicts are for leads "
     "until the review is over."
 )

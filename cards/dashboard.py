@@ -7,6 +7,8 @@ import io
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from django.utils.translation import gettext_lazy as _
+
 from cards.figures import CLAIM_FIGURES
 from cards.metrics import RunFigures
 from cards.models import Support
@@ -15,17 +17,17 @@ from cards.verdicts import LABELS
 from evidence.spreadsheet import spreadsheet_cell
 
 FIGURE_TITLES = {
-    "support": "Support S (supported / claims)",
-    "support_or_partial": "Supported or partial",
-    "support_assessed": "Support, assessed claims only",
-    "coverage": "Coverage U (required facts supported)",
-    "citation_presence": "Citation presence",
-    "citation_recall": "Citation recall",
-    "citation_precision": "Citation precision",
-    "honest_misses": "Honest misses (known gaps declared)",
+    "support": _("Support S (supported / claims)"),
+    "support_or_partial": _("Supported or partial"),
+    "support_assessed": _("Support, assessed claims only"),
+    "coverage": _("Coverage U (required facts supported)"),
+    "citation_presence": _("Citation presence"),
+    "citation_recall": _("Citation recall"),
+    "citation_precision": _("Citation precision"),
+    "honest_misses": _("Honest misses (known gaps declared)"),
 }
 LABEL_TITLES = {
-    **dict(Support.choices), "unreviewed": "Unreviewed", "no_consensus": "No consensus"
+    **dict(Support.choices), "unreviewed": _("Unreviewed"), "no_consensus": _("No consensus")
 }  # fmt: skip
 # The proportions of each k, in the order of metrics.md.
 RETRIEVAL_PROPORTIONS = ("passage_recall", "doc_recall", "fact_evidence_recall")

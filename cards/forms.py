@@ -5,10 +5,11 @@ import re
 from django import forms
 from django.utils.html import format_html
 from django.utils.safestring import SafeString, mark_safe
+from django.utils.translation import gettext_lazy as _
 
 from cards.models import Association, ClaimKind, Diagnosis, Relevance, Support
 
-REASON_REQUIRED = "A written reason is required: say what in the passage decides it."
+REASON_REQUIRED = _("A written reason is required: say what in the passage decides it.")
 SPAN = re.compile(r"^\s*(\d+)\s*[-–:]\s*(\d+)\s*$")
 
 
@@ -18,7 +19,7 @@ def parse_spans(value: str) -> list[list[int]]:
     for part in filter(None, (p.strip() for p in value.split(","))):
         match = SPAN.match(part)
         if not match:
-            raise forms.ValidationError(f"{part!r} is not a span like 12-40.")
+            raise forms.ValidationError(_("%(part)r is not a span like 12-40.") % {"part": part})
         spans.append([int(match[1]), int(match[2])])
     return spans
 
@@ -30,17 +31,19 @@ class SpansField(forms.CharField):
 
 class ClaimAddForm(forms.Form):
     text = forms.CharField(
-        label="Claim",
+        label=_("Claim"),
         max_length=5000,
         widget=forms.Textarea(attrs={"rows": 2}),
-        error_messages={"required": "The claim text is required: write it out, not only blanks."},
+        error_messages={
+            "required": _("The claim text is required: write it out, not only blanks.")
+        },
     )
     spans = SpansField(
-        label="Spans", required=False, help_text="Offsets in the answer, e.g. 0-29, 36-69."
+        label=_("Spans"), required=False, help_text=_("Offsets in the answer, e.g. 0-29, 36-69.")
     )
-    kind = forms.ChoiceField(label="Kind", choices=ClaimKind.choices, initial=ClaimKind.FACTUAL)
-    facts = forms.MultipleChoiceField(label="Required facts it reports", required=False)
-    gaps = forms.MultipleChoiceField(label="Known gaps it is about", required=False)
+    kind = forms.ChoiceField(label=_("Kind"), choices=ClaimKind.choices, initial=ClaimKind.FACTUAL)
+    facts = forms.MultipleChoiceField(label=_("Required facts it reports"), required=False)
+    gaps = forms.MultipleChoiceField(label=_("Known gaps it is about"), required=False)
 
     def __init__(self, *args, fact_ids=(), gap_ids=(), **kwargs):
         super().__init__(*args, **kwargs)
@@ -49,13 +52,13 @@ class ClaimAddForm(forms.Form):
 
 
 class ClaimReviseForm(ClaimAddForm):
-    citations = forms.MultipleChoiceField(label="Attached citations", required=False)
-    withdrawn = forms.BooleanField(label="Withdraw this claim", required=False)
+    citations = forms.MultipleChoiceField(label=_("Attached citations"), required=False)
+    withdrawn = forms.BooleanField(label=_("Withdraw this claim"), required=False)
     reason = forms.CharField(
-        label="Reason",
+        label=_("Reason"),
         max_length=20000,
         widget=forms.Textarea(attrs={"rows": 2}),
-        error_messages={"required": "A reason for the change is required: say why."},
+        error_messages={"required": _("A reason for the change is required: say why.")},
     )
     seen_claim_seq = forms.IntegerField(widget=forms.HiddenInput)
 
@@ -69,20 +72,24 @@ HIDDEN = ("seen_claim_seq", "seen_own_seq", "seen_head_seq", "adjudicate")
 
 
 class VerdictForm(forms.Form):
-    support = forms.ChoiceField(label="Support", choices=Support.choices, widget=forms.RadioSelect)
+    support = forms.ChoiceField(
+        label=_("Support"), choices=Support.choices, widget=forms.RadioSelect
+    )
     reason = forms.CharField(
-        label="Reason",
+        label=_("Reason"),
         max_length=20000,
         widget=forms.Textarea(attrs={"rows": 3}),
         error_messages={"required": REASON_REQUIRED},
     )
-    association = forms.ChoiceField(label="Citation", choices=Association.choices, required=False)
-    contradicts = forms.BooleanField(label="The passage contradicts the claim", required=False)
+    association = forms.ChoiceField(
+        label=_("Citation"), choices=Association.choices, required=False
+    )
+    contradicts = forms.BooleanField(label=_("The passage contradicts the claim"), required=False)
     diagnosis = forms.ChoiceField(
-        label="Diagnosis", choices=[("", "— none —"), *Diagnosis.choices], required=False
+        label=_("Diagnosis"), choices=[("", _("— none —")), *Diagnosis.choices], required=False
     )
     note = forms.CharField(
-        label="Unresolved note",
+        label=_("Unresolved note"),
         required=False,
         max_length=20000,
         widget=forms.Textarea(attrs={"rows": 1}),
@@ -97,8 +104,8 @@ class VerdictForm(forms.Form):
         self.refs = list(refs)
         for i, ref in enumerate(self.refs):
             self.fields[f"relevance_{i}"] = forms.ChoiceField(
-                label=f"Relevance of {ref}", choices=[("", "— not judged —"), *Relevance.choices],
-                required=False,
+                label=_("Relevance of %(ref)s") % {"ref": ref},
+                choices=[("", _("— not judged —")), *Relevance.choices], required=False,
             )  # fmt: skip
 
     def hidden_html(self) -> SafeString:

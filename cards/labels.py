@@ -2,34 +2,38 @@
 
 from __future__ import annotations
 
+from django.utils.translation import gettext_lazy as _
+
 from cards.models import Diagnosis, Support
 
 # metrics.md, "Diagnoses": what was seen, and the next check (not a proven cause).
 DIAGNOSIS_HELP: dict[str, tuple[str, str]] = {
     Diagnosis.EXPECTED_PASSAGE_NOT_RETRIEVED: (
-        "The evidence needed was not visible to the answering step in this run.",
-        "Collection membership, index version, query, filters, depth.",
+        _("The evidence needed was not visible to the answering step in this run."),
+        _("Collection membership, index version, query, filters, depth."),
     ),
     Diagnosis.QUALIFIER_DROPPED: (
-        "The passage is retrieved but the answer drops a visible qualifier, exclusion or "
-        "condition.",
-        "Generation instructions and the saved trace.",
+        _(
+            "The passage is retrieved but the answer drops a visible qualifier, exclusion or "
+            "condition."
+        ),
+        _("Generation instructions and the saved trace."),
     ),
     Diagnosis.CITATION_CONFLICTS: (
-        "An attached citation contradicts or does not support the claim.",
-        "Citation selection and claim-to-passage mapping.",
+        _("An attached citation contradicts or does not support the claim."),
+        _("Citation selection and claim-to-passage mapping."),
     ),
     Diagnosis.SUPPORTING_PASSAGE_NOT_CITED: (
-        "A supporting passage is retrieved but no citation is shown.",
-        "Citation rendering and payload.",
+        _("A supporting passage is retrieved but no citation is shown."),
+        _("Citation rendering and payload."),
     ),
     Diagnosis.LOCATOR_DRIFT: (
-        "The locator resolves to different text in a replay.",
-        "Restore the recorded version or mark the replay not comparable.",
+        _("The locator resolves to different text in a replay."),
+        _("Restore the recorded version or mark the replay not comparable."),
     ),
     Diagnosis.NOT_IN_COLLECTION: (
-        "The collection does not contain the requested fact.",
-        "Expect an honest miss or a clearly limited answer.",
+        _("The collection does not contain the requested fact."),
+        _("Expect an honest miss or a clearly limited answer."),
     ),
 }
 

@@ -12,26 +12,27 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Now
+from django.utils.translation import gettext_lazy as _
 
 from replay.models import Response, Run
 
 
 class Support(models.TextChoices):
-    SUPPORTED = "supported", "Supported"
-    PARTIAL = "partial", "Partial"
-    UNSUPPORTED = "unsupported", "Unsupported"
-    NOT_ASSESSABLE = "not_assessable", "Not assessable"
+    SUPPORTED = "supported", _("Supported")
+    PARTIAL = "partial", _("Partial")
+    UNSUPPORTED = "unsupported", _("Unsupported")
+    NOT_ASSESSABLE = "not_assessable", _("Not assessable")
 
 
 class Association(models.TextChoices):
-    ATTACHED = "attached", "Attached"
-    MISSING = "missing", "Missing"
+    ATTACHED = "attached", _("Attached")
+    MISSING = "missing", _("Missing")
 
 
 class Relevance(models.TextChoices):
-    NECESSARY = "necessary", "Necessary"
-    REDUNDANT = "redundant", "Redundant"
-    IRRELEVANT = "irrelevant", "Irrelevant"
+    NECESSARY = "necessary", _("Necessary")
+    REDUNDANT = "redundant", _("Redundant")
+    IRRELEVANT = "irrelevant", _("Irrelevant")
 
 
 class Diagnosis(models.TextChoices):
@@ -39,24 +40,27 @@ class Diagnosis(models.TextChoices):
 
     EXPECTED_PASSAGE_NOT_RETRIEVED = (
         "expected_passage_not_retrieved",
-        "Expected passage not retrieved",
+        _("Expected passage not retrieved"),
     )
-    QUALIFIER_DROPPED = "qualifier_dropped", "Qualifier dropped"
-    CITATION_CONFLICTS = "citation_conflicts", "Citation conflicts"
-    SUPPORTING_PASSAGE_NOT_CITED = "supporting_passage_not_cited", "Supporting passage not cited"
-    LOCATOR_DRIFT = "locator_drift", "Locator drift"
-    NOT_IN_COLLECTION = "not_in_collection", "Not in collection"
+    QUALIFIER_DROPPED = "qualifier_dropped", _("Qualifier dropped")
+    CITATION_CONFLICTS = "citation_conflicts", _("Citation conflicts")
+    SUPPORTING_PASSAGE_NOT_CITED = (
+        "supporting_passage_not_cited",
+        _("Supporting passage not cited"),
+    )
+    LOCATOR_DRIFT = "locator_drift", _("Locator drift")
+    NOT_IN_COLLECTION = "not_in_collection", _("Not in collection")
 
 
 class ClaimKind(models.TextChoices):
-    FACTUAL = "factual", "Factual"
-    ABSTENTION = "abstention", "Abstention"
+    FACTUAL = "factual", _("Factual")
+    ABSTENTION = "abstention", _("Abstention")
 
 
 class Origin(models.TextChoices):
-    REVIEW = "review", "Review"
-    ADJUDICATION = "adjudication", "Adjudication"
-    IMPORTED = "imported", "Imported"
+    REVIEW = "review", _("Review")
+    ADJUDICATION = "adjudication", _("Adjudication")
+    IMPORTED = "imported", _("Imported")
 
 
 def _author_matches_origin() -> Q:

@@ -21,6 +21,8 @@ import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 
+from django.utils.translation import gettext_lazy as _
+
 NUMBER = re.compile(r"\d+(?:[.,]\d+)?")
 TOP_K_FOR_RELEVANCE = 3
 
@@ -146,10 +148,10 @@ def _status(facts: ResponseFacts, ref: str) -> str:
 
 
 PRECHECK_HELP = {
-    "claim_without_citation": "This factual claim has no attached citation.",
-    "citation_not_retrieved": "A cited passage is not in the retrieved list of this response.",
-    "cites_superseded_version": "A cited passage is a superseded version.",
-    "number_not_in_evidence": "A number here appears in none of the passages it rests on.",
-    "relevant_not_retrieved": "No relevant passage is in the top 3 retrieved.",
-    "passage_drift": "A cited passage has another text in another snapshot of this project.",
+    "claim_without_citation": _("This factual claim has no attached citation."),
+    "citation_not_retrieved": _("A cited passage is not in the retrieved list of this response."),
+    "cites_superseded_version": _("A cited passage is a superseded version."),
+    "number_not_in_evidence": _("A number here appears in none of the passages it rests on."),
+    "relevant_not_retrieved": _("No relevant passage is in the top 3 retrieved."),
+    "passage_drift": _("A cited passage has another text in another snapshot of this project."),
 }

@@ -26,6 +26,7 @@ from django.core.paginator import Page, Paginator
 from django.db import models
 from django.db.models import Case, Exists, OuterRef, Q, QuerySet, Subquery, Value, When
 from django.http import Http404
+from django.utils.translation import gettext_lazy as _
 
 from cards.models import Assignment, Claim, ClaimRevision, ResponseReview, VerdictRevision
 from cards.progress import latest_review_complete, reviewed_condition
@@ -37,10 +38,10 @@ CASES_PER_PAGE = 50
 
 
 class Status(models.TextChoices):
-    TODO = "todo", "To do"
-    IN_PROGRESS = "in-progress", "In progress"
-    DONE = "done", "Done"
-    REREVIEW = "rereview", "Needs re-review"
+    TODO = "todo", _("To do")
+    IN_PROGRESS = "in-progress", _("In progress")
+    DONE = "done", _("Done")
+    REREVIEW = "rereview", _("Needs re-review")
 
 
 def status_of(*, reviewed: bool, judged_all: bool, started: bool, drifted_since: bool) -> Status:

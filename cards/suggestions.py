@@ -6,6 +6,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from django.utils.translation import gettext
+
 from cards.rules import masked, sentences
 from cards.selectors import ReviewPage
 
@@ -80,15 +82,21 @@ class SuggestedClaim:
     def label(self) -> str:
         if self.is_part:
             sentence, part = self.number.split(".", 1)
-            return f"Part {part} of suggestion {sentence}"
-        return f"Suggested claim {self.number}"
+            return gettext("Part %(part)s of suggestion %(sentence)s") % {
+                "part": part,
+                "sentence": sentence,
+            }
+        return gettext("Suggested claim %(number)s") % {"number": self.number}
 
     @property
     def button(self) -> str:
         if self.is_part:
             sentence, part = self.number.split(".", 1)
-            return f"Accept part {part} of suggestion {sentence}"
-        return f"Accept suggestion {self.number}"
+            return gettext("Accept part %(part)s of suggestion %(sentence)s") % {
+                "part": part,
+                "sentence": sentence,
+            }
+        return gettext("Accept suggestion %(number)s") % {"number": self.number}
 
 
 def suggestions_for(*, page: ReviewPage) -> list[SuggestedClaim]:

@@ -87,6 +87,8 @@ def annotator_of(verdict: VerdictRow) -> Annotator:
 def is_informed(verdict: VerdictRow, sighted: Mapping[Annotator, datetime]) -> bool:
     """Saved once its annotator could see someone else's verdict on the case (cards.blind
     gives `sighted`, the moment per annotator; empty when the project is not blind)."""
+    if not sighted:  # not blind: nobody's verdict is informed (and most pages are so)
+        return False
     moment = sighted.get(annotator_of(verdict))
     return moment is not None and verdict.created_at >= moment
 

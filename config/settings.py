@@ -117,6 +117,7 @@ INSTALLED_APPS = [
     "django.contrib.messages",
     "django.contrib.staticfiles",
     "django_htmx",
+    "django_tasks_db",
     # The apps, bottom layer first (docs/architecture.md; import-linter enforces it).
     "evidence",
     "replay",
@@ -124,12 +125,17 @@ INSTALLED_APPS = [
     "compare",
     "ingest",
     "audit",
+    "jobs",
+    "api",
 ]
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     "whitenoise.middleware.WhiteNoiseMiddleware",
     "django.contrib.sessions.middleware.SessionMiddleware",
+    # The language: the one chosen in the header (a cookie, set_language), else the
+    # browser's Accept-Language, else LANGUAGE_CODE. After sessions, before CommonMiddleware.
+    "django.middleware.locale.LocaleMiddleware",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
@@ -156,6 +162,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "django.template.context_processors.csp",
+                "django.template.context_processors.i18n",
             ],
         },
     },
@@ -171,6 +178,8 @@ DB_PREPARED_STATEMENTS = env_bool("DB_PREPARED_STATEMENTS", True)
 # claims judged a few times each needs several hundred; Django's default cache, where they
 # were, holds 300 and dropped a third when full, so every save rendered its card's rows again.
 FRAGMENT_CACHE_ENTRIES = env_int("FRAGMENT_CACHE_ENTRIES", 20_000)
+# Responses whose frozen rows (retrieved passages, citations) a process keeps: ~60 KB each.
+FROZEN_ROWS_ENTRIES = env_int("FROZEN_ROWS_ENTRIES", 500)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Django's ModelBackend but for the read of the logged-in user on each request (SQL, not
@@ -191,9 +200,19 @@ LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "home"
 LOGOUT_REDIRECT_URL = "login"
 
-LANGUAGE_CODE = "en-us"
+# English is the default (and the language of the tests, the commands and the exports);
+# Italian when chosen in the header or asked for by the browser (docs/i18n.md). The catalog
+# is locale/<lang>/LC_MESSAGES/django.po; `make install` compiles it (the .mo is not in git).
+LANGUAGE_CODE = "en"
+LANGUAGES = [("en", "English"), ("it", "Italiano")]
+LOCALE_PATHS = [BASE_DIR / "locale"]
+# Dates per language: the templates name a format (SHORT_DATETIME_FORMAT …), these define it.
+FORMAT_MODULE_PATH = ["config.formats"]
+# The header's switch stores the choice in this cookie (Django's set_language view).
+LANGUAGE_COOKIE_HTTPONLY = True
+LANGUAGE_COOKIE_SAMESITE = "Lax"
 TIME_ZONE = "UTC"
-USE_I18N = False
+USE_I18N = True
 USE_TZ = True
 
 STATIC_URL = "static/"
@@ -241,7 +260,10 @@ SESSION_ENGINE = "evidence.sessions"
 _PRODUCTION = not DEBUG and not os.environ.get("PYTEST_VERSION")
 SESSION_COOKIE_SECURE = env_bool("SECURE_COOKIES", _PRODUCTION)
 CSRF_COOKIE_SECURE = SESSION_COOKIE_SECURE
+LANGUAGE_COOKIE_SECURE = SESSION_COOKIE_SECURE
 SECURE_SSL_REDIRECT = env_bool("SECURE_SSL_REDIRECT", _PRODUCTION)
+# A load balancer's or supervisor's probe asks over plain http, on the machine's own network.
+SECURE_REDIRECT_EXEMPT = [r"^healthz$"]
 SECURE_HSTS_SECONDS = env_int("SECURE_HSTS_SECONDS", 365 * 24 * 3600 if _PRODUCTION else 0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = env_bool("SECURE_HSTS_INCLUDE_SUBDOMAINS", True)
 SECURE_HSTS_PRELOAD = env_bool("SECURE_HSTS_PRELOAD", False)
@@ -283,6 +305,26 @@ BUNDLE_MAX_PASSAGE_CHARS = env_int("BUNDLE_MAX_PASSAGE_CHARS", 200_000)
 AUDIT_SIGNING_KEY = os.environ.get("AUDIT_SIGNING_KEY", "")
 AUDIT_SIGNING_KEY_FILE = os.environ.get("AUDIT_SIGNING_KEY_FILE", "")
 AUDIT_ANCHOR_DIR = os.environ.get("AUDIT_ANCHOR_DIR", "") or str(BASE_DIR / "var" / "anchors")
+
+# Imports and audit exports run as tasks (jobs/), queued in the database and run by
+# `manage.py db_worker` (django-tasks-db): no broker to install. The tests run each task
+# as it is queued; TASKS_BACKEND can name another backend.
+_IMMEDIATE = "django.tasks.backends.immediate.ImmediateBackend"
+TASKS = {
+    "default": {
+        "BACKEND": os.environ.get(
+            "TASKS_BACKEND",
+            _IMMEDIATE if os.environ.get("PYTEST_VERSION") else "django_tasks_db.DatabaseBackend",
+        ),
+    }
+}
+# Where a queued import keeps its upload, and an export its package, until the job is over
+# (a package: until it is downloaded, and after). The web server and the worker share it.
+JOBS_DIR = os.environ.get("JOBS_DIR", "") or str(BASE_DIR / "var" / "jobs")
+# A running job's worker writes its counters this often (jobs.progress); a job that has not
+# for JOB_STALE_SECONDS is given up as failed (its worker was killed: nothing was stored).
+JOB_HEARTBEAT_SECONDS = env_int("JOB_HEARTBEAT_SECONDS", 5)
+JOB_STALE_SECONDS = env_int("JOB_STALE_SECONDS", 60)
 
 LOGGING = {
     "version": 1,

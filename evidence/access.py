@@ -9,6 +9,7 @@ from __future__ import annotations
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied
 from django.http import Http404
+from django.utils.translation import gettext
 
 from evidence.models import Membership, Role
 
@@ -23,8 +24,12 @@ def has_role(membership: Membership, role: str) -> bool:
 def require_role(membership: Membership, role: str, action: str) -> None:
     """Refuse with 403 unless the member holds `role` or a higher one."""
     if not has_role(membership, role):
-        article = "an" if role == Role.ADMIN else "a"
-        raise PermissionDenied(f"Only {article} {role} of {membership.project.name} may {action}.")
+        refusal = {
+            Role.ADMIN: gettext("Only an admin of %(project)s may %(action)s."),
+            Role.LEAD: gettext("Only a lead of %(project)s may %(action)s."),
+            Role.REVIEWER: gettext("Only a reviewer of %(project)s may %(action)s."),
+        }[Role(role)]
+        raise PermissionDenied(refusal % {"project": membership.project.name, "action": action})
 
 
 def membership_for(

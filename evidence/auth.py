@@ -14,6 +14,7 @@ from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.forms import AuthenticationForm
 from django.core.cache import cache
 from django.db import connections, router
+from django.utils.translation import gettext_lazy
 
 from evidence.rows import Columns, prepared_cursor
 
@@ -30,7 +31,7 @@ class LoginThrottle(AuthenticationForm):
     """
 
     error_messages = AuthenticationForm.error_messages | {
-        "throttled": (
+        "throttled": gettext_lazy(
             "Too many failed logins for this account or from this address. "
             "Wait %(minutes)s minutes, then try again."
         ),

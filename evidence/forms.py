@@ -3,17 +3,18 @@
 from __future__ import annotations
 
 from django import forms
+from django.utils.translation import gettext_lazy as _
 
 from evidence.models import MAX_REVIEWERS_PER_CASE, AssignmentMode, Project
 
 
 class ProjectSettingsForm(forms.Form):
-    blind_review = forms.BooleanField(label="Blind review", required=False)
+    blind_review = forms.BooleanField(label=_("Blind review"), required=False)
     reviewers_per_case = forms.IntegerField(
-        label="Reviewers per case", min_value=1, max_value=MAX_REVIEWERS_PER_CASE
+        label=_("Reviewers per case"), min_value=1, max_value=MAX_REVIEWERS_PER_CASE
     )
-    assignment = forms.ChoiceField(label="Assignment", choices=AssignmentMode.choices)
-    rotation = forms.MultipleChoiceField(label="Reviewers to deal cases to", required=False)
+    assignment = forms.ChoiceField(label=_("Assignment"), choices=AssignmentMode.choices)
+    rotation = forms.MultipleChoiceField(label=_("Reviewers to deal cases to"), required=False)
 
     def __init__(self, *args, project: Project, members: list, **kwargs):
         kwargs.setdefault(

@@ -6,12 +6,13 @@ from django.conf import settings
 from django.db import models
 from django.db.models import Q
 from django.db.models.functions import Now
+from django.utils.translation import gettext_lazy as _
 
 
 class AssignmentMode(models.TextChoices):
-    MANUAL = "manual", "By hand"
-    ROUND_ROBIN = "round_robin", "Round-robin"
-    RANDOM = "random", "Random"
+    MANUAL = "manual", _("By hand")
+    ROUND_ROBIN = "round_robin", _("Round-robin")
+    RANDOM = "random", _("Random")
 
 
 MAX_REVIEWERS_PER_CASE = 10
@@ -58,15 +59,15 @@ class Project(models.Model):
 
 
 class Role(models.TextChoices):
-    REVIEWER = "reviewer", "Reviewer"
-    LEAD = "lead", "Lead"
-    ADMIN = "admin", "Admin"
+    REVIEWER = "reviewer", _("Reviewer")
+    LEAD = "lead", _("Lead")
+    ADMIN = "admin", _("Admin")
 
 
 class VersionStatus(models.TextChoices):
-    CURRENT = "current", "Current"
-    SUPERSEDED = "superseded", "Superseded"
-    UNKNOWN = "unknown", "Unknown"
+    CURRENT = "current", _("Current")
+    SUPERSEDED = "superseded", _("Superseded")
+    UNKNOWN = "unknown", _("Unknown")
 
 
 class Membership(models.Model):

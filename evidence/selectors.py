@@ -5,11 +5,16 @@ from __future__ import annotations
 from django.contrib.auth.models import AbstractBaseUser
 from django.db.models import QuerySet
 
-from evidence.models import Project
+from evidence.models import Membership, Project
 
 
 def projects_for_user(*, user: AbstractBaseUser) -> QuerySet[Project]:
     return Project.objects.filter(memberships__user=user).order_by("slug")
+
+
+def memberships_for_user(*, user: AbstractBaseUser) -> QuerySet[Membership]:
+    """The user's projects with their role in each, by slug."""
+    return Membership.objects.filter(user=user).select_related("project").order_by("project__slug")
 
 
 class ProjectChoiceError(Exception):

@@ -9,6 +9,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext, gettext_lazy, ngettext
 
 from evidence.access import require_role
 from evidence.models import MAX_REVIEWERS_PER_CASE, AssignmentMode, Membership, Project, Role
@@ -37,24 +38,32 @@ def membership_change(
     """
     acting = Membership.objects.filter(project=project, user=actor).first()
     if acting is None or acting.role != Role.ADMIN:
-        raise PermissionDenied("Only a project admin manages members.")
+        raise PermissionDenied(gettext("Only a project admin manages members."))
     user = get_user_model().objects.filter(username=username).first()
     if user is None:
-        raise ValidationError(f"There is no user {username!r}; an administrator creates accounts.")
+        raise ValidationError(
+            gettext("There is no user %(name)r; an administrator creates accounts.")
+            % {"name": username}
+        )
     if role is not None and role not in Role.values:
-        raise ValidationError("A role is reviewer, lead or admin.")
+        raise ValidationError(gettext("A role is reviewer, lead or admin."))
     current = Membership.objects.select_for_update().filter(project=project, user=user).first()
     if current is not None and current.role == Role.ADMIN and role != Role.ADMIN:
         admins = Membership.objects.filter(project=project, role=Role.ADMIN).count()
         if admins == 1:
-            raise ValidationError("This is the project's last admin; name another admin first.")
+            raise ValidationError(
+                gettext("This is the project's last admin; name another admin first.")
+            )
     if role is None:
         if current is None:
-            return f"{username} was not a member."
+            return gettext("%(name)s was not a member.") % {"name": username}
         current.delete()
-        return f"{username} removed from the project."
+        return gettext("%(name)s removed from the project.") % {"name": username}
     membership_set(project=project, user=user, role=role)
-    return f"{username} is now a {role}."
+    return gettext("%(name)s is now a %(role)s.") % {
+        "name": username,
+        "role": Role(role).label.lower(),
+    }
 
 
 @transaction.atomic
@@ -71,14 +80,18 @@ def project_settings_update(
     """
     acting = Membership.objects.filter(project=project, user=actor).first()
     if acting is None:
-        raise PermissionDenied("Not a member.")
+        raise PermissionDenied(gettext("Not a member."))
     acting.project = project
-    require_role(acting, Role.LEAD, "change the project's settings")
+    require_role(acting, Role.LEAD, gettext_lazy("change the project's settings"))
     if assignment not in AssignmentMode.values:
-        raise ValidationError({"assignment": "Assignment is by hand, round-robin or random."})
+        modes = gettext("Assignment is by hand, round-robin or random.")
+        raise ValidationError({"assignment": modes})
     if not 1 <= reviewers_per_case <= MAX_REVIEWERS_PER_CASE:
         raise ValidationError(
-            {"reviewers_per_case": f"Between 1 and {MAX_REVIEWERS_PER_CASE} reviewers per case."}
+            {
+                "reviewers_per_case": gettext("Between 1 and %(max)s reviewers per case.")
+                % {"max": MAX_REVIEWERS_PER_CASE}
+            }
         )
     project = Project.objects.select_for_update().get(pk=project.pk)
     members = {
@@ -87,22 +100,30 @@ def project_settings_update(
     }
     chosen = set(rotation)
     if unknown := chosen - set(members):
-        raise ValidationError({"rotation": f"Not a member: {', '.join(sorted(unknown))}."})
+        names = ", ".join(sorted(unknown))
+        raise ValidationError({"rotation": gettext("Not a member: %(names)s.") % {"names": names}})
     if assignment != AssignmentMode.MANUAL and len(chosen) < reviewers_per_case:
         raise ValidationError(
-            {"rotation": f"Choose at least {_reviewers(reviewers_per_case)} to deal per case."}
+            {
+                "rotation": gettext("Choose at least %(reviewers)s to deal per case.")
+                % {"reviewers": _reviewers(reviewers_per_case)}
+            }
         )
     changes = []
     if blind_review != project.blind_review:
-        changes.append("blind review " + ("on" if blind_review else "off"))
+        changes.append(gettext("blind review on") if blind_review else gettext("blind review off"))
         if blind_review:
             project.blind_since = timezone.now()
     if reviewers_per_case != project.reviewers_per_case:
-        changes.append(f"{_reviewers(reviewers_per_case)} per case")
+        reviewers = _reviewers(reviewers_per_case)
+        changes.append(gettext("%(reviewers)s per case") % {"reviewers": reviewers})
     if assignment != project.assignment:
-        changes.append(f"assignment {AssignmentMode(assignment).label.lower()}")
+        changes.append(
+            gettext("assignment %(mode)s") % {"mode": AssignmentMode(assignment).label.lower()}
+        )
     if chosen != {name for name, m in members.items() if m.in_rotation}:
-        changes.append("dealt to " + (", ".join(sorted(chosen)) or "nobody"))
+        names = ", ".join(sorted(chosen)) or gettext("nobody")
+        changes.append(gettext("dealt to %(names)s") % {"names": names})
         dealt = Membership.objects.filter(project=project, user__username__in=chosen)
         dealt.update(in_rotation=True)
         Membership.objects.filter(project=project).exclude(pk__in=dealt).update(in_rotation=False)
@@ -114,4 +135,4 @@ def project_settings_update(
 
 
 def _reviewers(n: int) -> str:
-    return f"{n} reviewer{'s' if n != 1 else ''}"
+    return ngettext("%(n)s reviewer", "%(n)s reviewers", n) % {"n": n}

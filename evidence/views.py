@@ -6,6 +6,7 @@ from django.contrib import messages
 from django.core.exceptions import ValidationError
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext, gettext_lazy
 from django.views.decorators.http import require_GET, require_http_methods
 
 from evidence.access import membership_for, require_role
@@ -27,7 +28,7 @@ def project_members(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     membership = membership_for(user=request.user, slug=slug)
     project = membership.project
     if request.method == "POST":
-        require_role(membership, Role.ADMIN, "manage members")
+        require_role(membership, Role.ADMIN, gettext_lazy("manage members"))
         role = None if request.POST.get("remove") else (request.POST.get("role") or None)
         username = request.POST.get("username", "").strip()
         say_outcome(
@@ -52,7 +53,10 @@ def project_members(request: HtmxHttpRequest, slug: str) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def project_settings(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     membership = membership_for(
-        user=request.user, slug=slug, role=Role.LEAD, action="change the project's settings"
+        user=request.user,
+        slug=slug,
+        role=Role.LEAD,
+        action=gettext_lazy("change the project's settings"),
     )
     project = membership.project
     members = _members(project)
@@ -70,8 +74,8 @@ def project_settings(request: HtmxHttpRequest, slug: str) -> HttpResponse:
                 for error in errors:
                     form.add_error(field if field in form.fields else None, error)
         else:
-            done = "; ".join(changes) if changes else "nothing changed"
-            messages.success(request, f"Settings saved: {done}.")
+            done = "; ".join(changes) if changes else gettext("nothing changed")
+            messages.success(request, gettext("Settings saved: %(changes)s.") % {"changes": done})
             if not request.htmx:
                 return redirect("project_settings", slug)
             project.refresh_from_db()

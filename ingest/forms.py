@@ -2,18 +2,37 @@ from __future__ import annotations
 
 from django import forms
 from django.conf import settings
+from django.utils.formats import number_format
+from django.utils.translation import gettext_lazy as _
+
+BUNDLE = "bundle"
+FORMAT_CHOICES = [
+    (BUNDLE, _("Evidence bundle (evidence-bundle/1)")),
+    ("ragas", _("Ragas evaluation export (JSONL), converted first")),
+    ("alce", _("ALCE result file (JSON), converted first")),
+    ("jsonl-simple", _("Minimal JSONL (query, answer, contexts), converted first")),
+]
 
 
 class BundleUploadForm(forms.Form):
+    source_format = forms.ChoiceField(
+        label=_("File format"), choices=FORMAT_CHOICES, initial=BUNDLE, required=False
+    )
+    run_id = forms.RegexField(
+        label=_("Run id (converted files; default: the file's name)"),
+        regex=r"^[A-Za-z0-9._:-]{1,100}$",
+        required=False,
+        max_length=100,
+    )
     bundle = forms.FileField(
-        label="Bundle file",
-        help_text="JSON Lines (evidence-bundle/1), optionally gzip-compressed.",
+        label=_("Bundle file"),
+        help_text=_("JSON Lines (evidence-bundle/1), optionally gzip-compressed."),
     )
     dry_run = forms.BooleanField(
-        label="Check only (dry run): validate everything, store nothing", required=False
+        label=_("Check only (dry run): validate everything, store nothing"), required=False
     )
     new_expectation_version = forms.BooleanField(
-        label="Record changed case expectations as new versions", required=False
+        label=_("Record changed case expectations as new versions"), required=False
     )
 
     def __init__(self, *args, refused: str = "", **kwargs):
@@ -26,12 +45,21 @@ class BundleUploadForm(forms.Form):
             self.add_error("bundle", self.refused)
         return super().clean()
 
+    def clean_source_format(self) -> str:
+        return self.cleaned_data["source_format"] or BUNDLE
+
     def clean_bundle(self):
         bundle = self.cleaned_data["bundle"]
         limit = settings.BUNDLE_UPLOAD_MAX_BYTES
         if bundle.size > limit:
             raise forms.ValidationError(
-                f"The file is {bundle.size:,} bytes; uploads are limited to {limit:,} bytes. "
-                "Use `manage.py import_bundle` for larger bundles."
+                _(
+                    "The file is %(size)s bytes; uploads are limited to %(limit)s bytes. "
+                    "Use `manage.py import_bundle` for larger bundles."
+                )
+                % {
+                    "size": number_format(bundle.size, force_grouping=True),
+                    "limit": number_format(limit, force_grouping=True),
+                }
             )
         return bundle

@@ -109,7 +109,8 @@ class ImportSummary:
         }
 
 
-Progress = Callable[[int, int], None]  # (bytes read so far, lines read so far)
+# (bytes read so far, lines read so far, responses written so far in this transaction)
+Progress = Callable[[int, int, int], None]
 
 
 def bundle_import(
@@ -217,7 +218,7 @@ class _Importer:
                     self.source_hash.update(chunk)
                 self.summary.lines = number
                 if progress is not None and number % 500 == 0:
-                    progress(counter.bytes_read, number)
+                    progress(counter.bytes_read, number, self.summary.responses)
                 if chunk == b"\n":
                     continue  # blank: nothing to parse or store (millions, in a bomb)
                 self.feed(number, chunk)
@@ -248,7 +249,7 @@ class _Importer:
                 user=self.user,
             )
         if progress is not None:
-            progress(counter.bytes_read, self.summary.lines)
+            progress(counter.bytes_read, self.summary.lines, self.summary.responses)
 
     def flush(self, *, last: bool = False) -> None:
         """Settle the batch's questions about earlier batches, store it, remember it."""

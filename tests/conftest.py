@@ -29,6 +29,7 @@ from django.test import override_settings
 from hypothesis import settings as hypothesis_settings
 from psycopg import pq
 
+from cards.selectors import frozen_rows
 from evidence.models import Project, Role
 from evidence.services import membership_set, project_create
 from ingest.services import ImportSummary, bundle_import
@@ -196,6 +197,13 @@ def _prepared_data(request) -> None:
         cache.clear()
 
 
+@pytest.fixture(autouse=True)
+def _frozen_rows() -> None:
+    """Each test starts with no frozen rows kept: a rolled-back test's ids come back in the
+    next one with other rows (never so outside tests: the database refuses to delete them)."""
+    frozen_rows.clear()
+
+
 @pytest.hookimpl(tryfirst=True)
 def pytest_runtest_setup(item: pytest.Item) -> None:
     # Runs before any fixture of the test sets up, module-wide ones included.
@@ -262,6 +270,14 @@ def audit_signing_key(tmp_path_factory) -> Iterator[None]:
 def audit_anchors(audit_signing_key, tmp_path_factory) -> Iterator[Path]:
     folder = tmp_path_factory.mktemp("anchors")
     with override_settings(AUDIT_ANCHOR_DIR=str(folder)):
+        yield folder
+
+
+@pytest.fixture(autouse=True)
+def jobs_dir(tmp_path_factory) -> Iterator[Path]:
+    """Each test's uploads, packages and progress files in a folder of its own, not var/."""
+    folder = tmp_path_factory.mktemp("jobs")
+    with override_settings(JOBS_DIR=str(folder)):
         yield folder
 
 

@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import transaction
+from django.utils.translation import gettext
 
 from cards.models import Assignment
 from cards.services.guards import require_member
@@ -63,7 +64,9 @@ def assignment_deal(*, run: Run, lead: AbstractBaseUser) -> Dealt:
     project = Project.objects.get(pk=run.project_id)
     if project.assignment == AssignmentMode.MANUAL:
         raise ValidationError(
-            "This project assigns cases by hand: choose round-robin or random in its settings."
+            gettext(
+                "This project assigns cases by hand: choose round-robin or random in its settings."
+            )
         )
     pool = [
         m.user
@@ -72,7 +75,9 @@ def assignment_deal(*, run: Run, lead: AbstractBaseUser) -> Dealt:
         .order_by("user__username")
     ]
     if not pool:
-        raise ValidationError("Choose the reviewers to deal cases to in the project's settings.")
+        raise ValidationError(
+            gettext("Choose the reviewers to deal cases to in the project's settings.")
+        )
     on_case: dict[int, set[int]] = defaultdict(set)
     load: dict[int, int] = dict.fromkeys((u.pk for u in pool), 0)
     for response_id, reviewer_id in Assignment.objects.filter(response__run=run).values_list(

@@ -12,6 +12,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from cards.chain import claim_revision
 from cards.models import Claim, ClaimKind, ClaimRevision, Origin
@@ -29,14 +30,19 @@ from cards.services.tallies import claims_refresh
 from replay.models import Response
 
 
+def _text_required() -> str:
+    return gettext("The claim text is required: write it out, not only blanks.")
+
+
 def _clean_spans(spans: Sequence[Sequence[int]], text: str) -> list[list[int]]:
     cleaned = []
     for span in spans:
         if len(span) != 2:
-            raise ValidationError({"spans": "Each span is a start and an end offset."})
+            raise ValidationError({"spans": gettext("Each span is a start and an end offset.")})
         start, end = int(span[0]), int(span[1])
         if not 0 <= start < end <= len(text):
-            raise ValidationError({"spans": f"Span {start}..{end} is outside the answer."})
+            outside = gettext("Span %(start)s..%(end)s is outside the answer.")
+            raise ValidationError({"spans": outside % {"start": start, "end": end}})
         cleaned.append([start, end])
     return sorted(cleaned)
 
@@ -56,19 +62,25 @@ def _check_links(response: Response, *, facts, gaps, citations) -> None:
     unknown_facts = set(facts) - set(expectation.fact_ids)
     if unknown_facts:
         raise ValidationError(
-            {"facts": f"Not a required fact of this case: {', '.join(sorted(unknown_facts))}."}
+            {
+                "facts": gettext("Not a required fact of this case: %(ids)s.")
+                % {"ids": ", ".join(sorted(unknown_facts))}
+            }
         )
     unknown_gaps = set(gaps) - set(expectation.gap_ids)
     if unknown_gaps:
         raise ValidationError(
-            {"gaps": f"Not a known gap of this case: {', '.join(sorted(unknown_gaps))}."}
+            {
+                "gaps": gettext("Not a known gap of this case: %(ids)s.")
+                % {"ids": ", ".join(sorted(unknown_gaps))}
+            }
         )
     unknown_refs = set(citations) - citable_refs(response=response, among=citations)
     if unknown_refs:
         raise ValidationError(
             {
-                "citations": "Not a passage of the snapshot this run searched: "
-                f"{', '.join(sorted(unknown_refs))}."
+                "citations": gettext("Not a passage of the snapshot this run searched: %(refs)s.")
+                % {"refs": ", ".join(sorted(unknown_refs))}
             }
         )
 
@@ -95,9 +107,9 @@ def claim_create(
 ) -> Claim:  # fmt: skip
     """Split one atomic claim out of an answer; its citations default to the markers it covers."""
     require_member(project_id=response.run.project_id, user=author)
-    text = clean_text(text, "text", "The claim text")
+    text = clean_text(text, "text", _text_required())
     if kind not in ClaimKind.values:
-        raise ValidationError({"kind": "A claim is factual or an abstention."})
+        raise ValidationError({"kind": gettext("A claim is factual or an abstention.")})
     spans = _clean_spans(spans, response.text)
     if citations is None:
         citations = citations_within(response, spans)
@@ -137,17 +149,24 @@ def claim_revise(
     claim, head = lock_claim(claim.pk)
     response = claim.response
     require_member(project_id=response.run.project_id, user=author)
-    reason = clean_text(reason, "reason", "A reason for the change")
+    reason = clean_text(
+        reason,
+        "reason",
+        gettext("A reason for the change is required: write it out, not only blanks."),
+    )
     current = ClaimRevision.objects.filter(claim=claim).order_by("-seq").first()
     if current.seq != seen_claim_seq:
         raise StaleCard(
-            f"{current.annotator} changed this claim since you opened it. "
-            "Your change was not saved; here is the current card."
+            gettext(
+                "%(who)s changed this claim since you opened it. "
+                "Your change was not saved; here is the current card."
+            )
+            % {"who": current.annotator}
         )
-    new_text = clean_text(text, "text", "The claim text") if text is not None else current.text
+    new_text = clean_text(text, "text", _text_required()) if text is not None else current.text
     new_kind = kind if kind is not None else current.kind
     if new_kind not in ClaimKind.values:
-        raise ValidationError({"kind": "A claim is factual or an abstention."})
+        raise ValidationError({"kind": gettext("A claim is factual or an abstention.")})
     new_spans = _clean_spans(spans, response.text) if spans is not None else current.spans
     new_facts = list(dict.fromkeys(facts)) if facts is not None else current.facts
     new_gaps = list(dict.fromkeys(gaps)) if gaps is not None else current.gaps
@@ -173,9 +192,12 @@ def claim_cite_sentence(
     """
     current = ClaimRevision.objects.filter(claim=claim).order_by("-seq").first()
     if ref in current.citations:
-        raise ValidationError({"citations": f"{ref} is attached already."})
+        raise ValidationError(
+            {"citations": gettext("%(ref)s is attached already.") % {"ref": ref}}
+        )
     if ref not in citations_within(claim.response, current.spans):
-        raise ValidationError({"citations": f"{ref} is not cited by this claim's sentence."})
+        uncited = gettext("%(ref)s is not cited by this claim's sentence.")
+        raise ValidationError({"citations": uncited % {"ref": ref}})
     return claim_revise(
         claim=claim, author=author, seen_claim_seq=seen_claim_seq,
         citations=[*current.citations, ref],

@@ -16,6 +16,7 @@ from dataclasses import dataclass
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import connection
+from django.utils.translation import gettext
 
 from cards.models import Claim, ClaimRevision, VerdictRevision
 from evidence.models import Membership
@@ -91,7 +92,9 @@ def refuse_non_member(membership: Membership | None, *, lead: bool = False) -> N
     """PermissionDenied unless `membership` exists (and, with `lead`, may lead)."""
     if membership is None or (lead and not membership.can_lead):
         raise PermissionDenied(
-            "Only a lead of this project may do this." if lead else "Not a member."
+            gettext("Only a lead of this project may do this.")
+            if lead
+            else gettext("Not a member.")
         )
 
 
@@ -101,7 +104,8 @@ def require_member(*, project_id: int, user: AbstractBaseUser, lead: bool = Fals
     return membership
 
 
-def clean_text(value: str, field: str, what: str) -> str:
+def clean_text(value: str, field: str, refusal: str) -> str:
+    """The value without its outer blanks, or `refusal` (a whole sentence) for `field`."""
     if value is None or BLANK.match(value):
-        raise ValidationError({field: f"{what} is required: write it out, not only blanks."})
+        raise ValidationError({field: refusal})
     return value.strip()

@@ -8,6 +8,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import Exists, OuterRef, Subquery
 from django.utils import timezone
+from django.utils.translation import gettext, ngettext
 
 from cards.blind import hidden_from, sightings
 from cards.models import Claim, ClaimRevision, Origin, ResponseReview, Unblinding, VerdictRevision
@@ -33,7 +34,11 @@ def response_mark_complete(
     if complete and response.text and not _has_current_claim(response):
         # An answer with text and no (unwithdrawn) claim is unreviewed, not an abstention.
         raise ValidationError(
-            {"complete": "Split the answer into claims first (an abstention is a claim too)."}
+            {
+                "complete": gettext(
+                    "Split the answer into claims first (an abstention is a claim too)."
+                )
+            }
         )
     if complete and hidden_from(
         membership,
@@ -44,11 +49,16 @@ def response_mark_complete(
         if unjudged:
             raise ValidationError(
                 {
-                    "complete": f"Judge every claim first ({', '.join(unjudged)} "
-                    f"{'has' if len(unjudged) == 1 else 'have'} no verdict of yours): "
-                    "marking your review complete shows you the other reviewers' verdicts, "
-                    "and what you save after that is an informed revision, not your blind "
-                    "verdict."
+                    "complete": ngettext(
+                        "Judge every claim first (%(keys)s has no verdict of yours): marking "
+                        "your review complete shows you the other reviewers' verdicts, and what "
+                        "you save after that is an informed revision, not your blind verdict.",
+                        "Judge every claim first (%(keys)s have no verdict of yours): marking "
+                        "your review complete shows you the other reviewers' verdicts, and what "
+                        "you save after that is an informed revision, not your blind verdict.",
+                        len(unjudged),
+                    )
+                    % {"keys": ", ".join(unjudged)}
                 }
             )
     lock_response_tally(response=response)
@@ -96,8 +106,11 @@ def response_submit(*, response: Response, author: AbstractBaseUser) -> Response
     require_member(project_id=response.run.project_id, user=author)
     missing = claims_without_verdict(response=response, user=author)
     if missing:
-        keys, verb = ", ".join(missing), "has" if len(missing) == 1 else "have"
-        message = f"Judge every claim before you submit: {keys} {verb} no verdict of yours."
+        message = ngettext(
+            "Judge every claim before you submit: %(keys)s has no verdict of yours.",
+            "Judge every claim before you submit: %(keys)s have no verdict of yours.",
+            len(missing),
+        ) % {"keys": ", ".join(missing)}
         raise ValidationError({"complete": message})
     return response_mark_complete(response=response, author=author)
 
@@ -109,9 +122,11 @@ def unblinding_create(
     each other's verdicts. Recorded for good; None when it was open already."""
     require_member(project_id=run.project_id, user=lead, lead=True)
     if not Project.objects.filter(pk=run.project_id, blind_review=True).exists():
-        raise ValidationError("This project does not review blind: every verdict is visible.")
+        raise ValidationError(
+            gettext("This project does not review blind: every verdict is visible.")
+        )
     if response is not None and response.run_id != run.pk:
-        raise ValidationError("That case is not in this run.")
+        raise ValidationError(gettext("That case is not in this run."))
     done = Unblinding.objects.filter(run=run, response=None)
     if response is not None:
         done = done | Unblinding.objects.filter(run=run, response=response)

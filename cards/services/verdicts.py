@@ -9,6 +9,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
+from django.utils.translation import gettext
 
 from cards.chain import verdict_revision
 from cards.models import (
@@ -55,45 +56,59 @@ def verdict_save(
     citations = state["citations"]
     if state["seq"] != seen_claim_seq:
         # A rewrite or a withdrawal since the form was loaded: the form is stale.
-        raise StaleCard(
-            f"{state['annotator']} "
-            + ("withdrew" if state["withdrawn"] else "rewrote")
-            + " this claim since you opened it. Your verdict was not saved; what you typed is "
-            "kept below: read the claim again and save."
+        stale = (
+            gettext(
+                "%(who)s withdrew this claim since you opened it. Your verdict was not saved; "
+                "what you typed is kept below: read the claim again and save."
+            )
+            if state["withdrawn"]
+            else gettext(
+                "%(who)s rewrote this claim since you opened it. Your verdict was not saved; "
+                "what you typed is kept below: read the claim again and save."
+            )
         )
+        raise StaleCard(stale % {"who": state["annotator"]})
     errors: dict[str, str] = {}
     if support not in Support.values:
-        errors["support"] = "Choose supported, partial, unsupported or not assessable."
+        errors["support"] = gettext("Choose supported, partial, unsupported or not assessable.")
     if reason is None or BLANK.match(reason):
-        errors["reason"] = "A written reason is required: say what in the passage decides it."
+        errors["reason"] = gettext(
+            "A written reason is required: say what in the passage decides it."
+        )
     if contradicts and support != Support.UNSUPPORTED:
-        errors["contradicts"] = "Only an unsupported claim can be marked as contradicted."
+        errors["contradicts"] = gettext("Only an unsupported claim can be marked as contradicted.")
     if diagnosis and diagnosis not in Diagnosis.values:
-        errors["diagnosis"] = "Not one of the six diagnoses."
+        errors["diagnosis"] = gettext("Not one of the six diagnoses.")
     relevance = {ref: label for ref, label in (citation_relevance or {}).items() if label}
     if set(relevance) - set(citations) or set(relevance.values()) - set(Relevance.values):
-        errors["citation_relevance"] = "Relevance is judged only for the claim's citations."
+        errors["citation_relevance"] = gettext(
+            "Relevance is judged only for the claim's citations."
+        )
     if association is None:
         association = default_association(citations)
     if association not in Association.values:
-        errors["association"] = "A citation is attached or missing."
+        errors["association"] = gettext("A citation is attached or missing.")
     elif problem := association_problem(association, citations):
         errors["association"] = f"The citation {problem}: relink the claim first."
     if state["withdrawn"]:
-        errors["support"] = "This claim was withdrawn; it takes no verdict."
+        errors["support"] = gettext("This claim was withdrawn; it takes no verdict.")
     if errors:
         raise ValidationError(errors)
     if state["mine_seq"] != seen_own_seq:
         raise StaleCard(
-            "You saved another verdict on this claim (in another window?) since this form was "
-            "loaded. Nothing was lost; here is the current card."
+            gettext(
+                "You saved another verdict on this claim (in another window?) since this form "
+                "was loaded. Nothing was lost; here is the current card."
+            )
         )
     # The chain's head is the newer of the newest claim and the newest verdict revision.
     head = ChainHead(state["seq"], state["sha256"])
     if state["verdict_seq"] is not None and state["verdict_seq"] > head.seq:
         head = ChainHead(state["verdict_seq"], state["verdict_sha256"])
     if adjudication and seen_head_seq is not None and head.seq != seen_head_seq:
-        raise StaleCard("A verdict arrived since you opened this claim; read it, then adjudicate.")
+        raise StaleCard(
+            gettext("A verdict arrived since you opened this claim; read it, then adjudicate.")
+        )
     sealed = verdict_revision(
         project=state["project"], run_id=state["run_id"], case_id=state["case_id"],
         claim_id=state["key"], seq=head.seq + 1, author_id=author.pk,

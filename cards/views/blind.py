@@ -7,6 +7,7 @@ from django.core.exceptions import ValidationError
 from django.http import Http404, HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext, gettext_lazy
 from django.views.decorators.http import require_POST
 
 from cards.selectors import review_page
@@ -22,7 +23,7 @@ from replay.selectors import run_for_project
 @require_POST
 def case_unblind(request: HtmxHttpRequest, slug: str, run_id: str, case_id: str) -> HttpResponse:
     membership = membership_for(
-        user=request.user, slug=slug, role=Role.LEAD, action="unblind a case"
+        user=request.user, slug=slug, role=Role.LEAD, action=gettext_lazy("unblind a case")
     )
     run = run_for_project(project=membership.project, run_id=run_id)
     response = run.responses.filter(case__case_id=case_id).first()
@@ -37,9 +38,10 @@ def case_unblind(request: HtmxHttpRequest, slug: str, run_id: str, case_id: str)
     else:
         messages.success(
             request,
-            f"{case_id} unblinded: its reviewers now see each other's verdicts."
+            gettext("%(case)s unblinded: its reviewers now see each other's verdicts.")
+            % {"case": case_id}
             if done
-            else f"{case_id} was already unblinded.",
+            else gettext("%(case)s was already unblinded.") % {"case": case_id},
         )
     url = reverse("case_detail", args=[slug, run_id, case_id])
     if not request.htmx:
@@ -63,5 +65,5 @@ def run_unblind(request: HtmxHttpRequest, slug: str, run_id: str) -> HttpRespons
         return f"{run_id} was already unblinded."
 
     return lead_run_action(
-        request, slug, run_id, action="unblind a run", act=unblind, then="run_detail"
+        request, slug, run_id, action=gettext_lazy("unblind a run"), act=unblind, then="run_detail"
     )

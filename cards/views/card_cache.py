@@ -12,55 +12,21 @@ from __future__ import annotations
 
 import functools
 import hashlib
-import threading
-from collections import OrderedDict
-from collections.abc import Iterable
 
 from django.conf import settings
 from django.template.loader import get_template, render_to_string
 from django.utils.safestring import mark_safe
+from django.utils.translation import get_language
 
 from cards.labels import SUPPORT_KEYS
 from cards.selectors import (
     Card,
 )
+from evidence.recent import Recent
 
 
-class Fragments:
-    """Rendered fragments by key, the least recently used dropped past `max_entries`."""
-
-    def __init__(self, max_entries: int):
-        self.max_entries = max_entries
-        self._entries: OrderedDict[str, str] = OrderedDict()
-        self._lock = threading.Lock()  # a threaded server's requests share the process
-
-    def get(self, key: str) -> str | None:
-        return self.get_many([key]).get(key)
-
-    def get_many(self, keys: Iterable[str]) -> dict[str, str]:
-        found = {}
-        with self._lock:
-            for key in keys:
-                html = self._entries.get(key)
-                if html is not None:
-                    self._entries.move_to_end(key)
-                    found[key] = html
-        return found
-
-    def set(self, key: str, html: str) -> None:
-        self.set_many({key: html})
-
-    def set_many(self, fragments: dict[str, str]) -> None:
-        with self._lock:
-            self._entries.update(fragments)
-            for key in fragments:
-                self._entries.move_to_end(key)
-            while len(self._entries) > self.max_entries:
-                self._entries.popitem(last=False)
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
+class Fragments(Recent[str, str]):
+    """Rendered fragments by key (HTML), the least recently used dropped past `max_entries`."""
 
 
 # 1–2 KB each (a passages section 45 KB): some 30 MB per process when full.
@@ -77,8 +43,14 @@ def _template_version() -> str:
     return hashlib.sha256("\0".join(sources).encode()).hexdigest()[:12]
 
 
+def _version() -> str:
+    """The templates' hash and the active language: every key starts with both, so an
+    Italian page never gets a fragment rendered in English, nor the other way round."""
+    return f"{_template_version()}-{get_language()}"
+
+
 def _digest(kind: str, *parts) -> str:
-    return f"{kind}:" + hashlib.sha256(repr((_template_version(), *parts)).encode()).hexdigest()
+    return f"{kind}:" + hashlib.sha256(repr((_version(), *parts)).encode()).hexdigest()
 
 
 def _compact_key(card: Card, context: dict) -> str:
@@ -130,7 +102,9 @@ def query_and_help(context: dict) -> dict:
     and keys (the same on every page), from the cache."""
     expectation = context["expectation"]
     keys = {
-        "query_html": _digest("review-query", expectation.pk, expectation.sha256),
+        "query_html": _digest(
+            "review-query", expectation.pk, expectation.sha256, context["run"].locale
+        ),
         "help_html": _digest("review-help"),
     }
     found = fragments.get_many(keys.values())
@@ -152,7 +126,7 @@ def whole_rows(card: Card) -> Card:
     up (the key is the row's own hash, not a hash of it) and looping over them in the
     template (they are joined here).
     """
-    version, blind = _template_version(), f"{card.blind:d}"
+    version, blind = _version(), f"{card.blind:d}"
     informed = card.informed
     verdicts = [f"review-verdict:{version}:{v.sha256}:{v.pk in informed:d}" for v in card.verdicts]
     history = [
@@ -218,7 +192,8 @@ def passages_section(context: dict) -> dict:
     """
     page = context["page"]
     key = _digest(
-        "review-passages", [(r.rank, r.score, *_shown(r.passage)) for r in page.retrieved],
+        "review-passages", context["run"].locale,
+        [(r.rank, r.score, *_shown(r.passage)) for r in page.retrieved],
         [_shown(p) for p in page.cited_only], sorted(page.cited_refs),
         sorted(page.relevant_refs), sorted(page.expected_refs),
     )  # fmt: skip
@@ -236,12 +211,30 @@ def answer_section(context: dict) -> dict:
     """
     page = context["page"]
     key = _digest(
-        "review-answer", len(page.response.text),
+        "review-answer", context["run"].locale, len(page.response.text),
         [(p.start, p.text, p.citation and p.citation.passage.ref, p.claims, p.support)
          for p in page.pieces],
         [(c.marker, c.passage.ref) for c in page.unplaced_citations],
     )  # fmt: skip
     context["answer_html"] = _rendered(key, "cards/review.html#answer", context)
+    return context
+
+
+def add_claim_body(context: dict) -> dict:
+    """The add-claim form but its CSRF token, from the cache when it shows nothing typed.
+
+    Keyed by the case it adds to (its links) and the hash of the expectation whose facts
+    and gaps it offers. Its fields, checkboxes and links were the largest part of what the
+    page rendered around the cached fragments.
+    """
+    form = context["add_form"]
+    if form.is_bound:
+        return context  # a refused add: shown with what was typed and its errors
+    key = _digest(
+        "add-claim", context["project"].slug, context["run"].run_id,
+        context["response"].case.case_id, context["expectation"].sha256,
+    )  # fmt: skip
+    context["add_claim_body"] = _rendered(key, "cards/review.html#add-claim-body", context)
     return context
 
 

@@ -18,6 +18,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import reswap, retarget, trigger_client_event
 
@@ -34,6 +35,7 @@ from cards.services.reviews import response_mark_complete
 from cards.services.verdicts import verdict_save
 from cards.suggestions import SuggestedClaim
 from cards.views.card_cache import (
+    add_claim_body,
     answer_section,
     compact_cards,
     passages_section,
@@ -75,7 +77,7 @@ def case_detail(request: HtmxHttpRequest, slug: str, run_id: str, case_id: str) 
         page.card(shown)  # 404 for a claim not of this case
     context = page_context(page, kept=kept, only=shown or None)
     context = query_and_help(answer_section(passages_section(compact_cards(context))))
-    return render(request, "cards/review.html", context)
+    return render(request, "cards/review.html", add_claim_body(context))
 
 
 @require_GET
@@ -163,7 +165,7 @@ def claim_add(request: HtmxHttpRequest, slug: str, run_id: str, case_id: str) ->
         response = render(request, template, context, status=400)
         return reswap(retarget(response, "closest form"), "outerHTML")
     if not request.htmx:
-        messages.success(request, f"Claim {claim.key} added.")
+        messages.success(request, gettext("Claim %(key)s added.") % {"key": claim.key})
         if origin == "add":
             return redirect(case_url(page, f"card-{claim.key}", card=claim.key))
         return redirect(
@@ -231,7 +233,7 @@ def claim_attach(
     try:
         seen = int(request.POST.get("seen_claim_seq", ""))
     except ValueError:
-        status, message = 400, "This form is incomplete: reload the page."
+        status, message = 400, gettext("This form is incomplete: reload the page.")
     else:
         try:
             revision = claim_cite_sentence(
@@ -248,7 +250,11 @@ def _card_answer(
     revision, *, action: str,
 ) -> HttpResponse:  # fmt: skip
     """The answer to a claim change: its card swapped in place, or a redirect to it."""
-    notice = f"Claim {key} revised: revision {revision.seq}." if revision else ""
+    notice = (
+        gettext("Claim %(key)s revised: revision %(seq)s.") % {"key": key, "seq": revision.seq}
+        if revision
+        else ""
+    )
     if not request.htmx:
         if revision is not None:
             messages.success(request, notice)
@@ -304,10 +310,14 @@ def verdict_add(
             status, message = 403, str(exc)
     else:
         status = 400
-    notice = f"Saved, revision {saved.seq}." if saved else ""
+    notice = gettext("Saved, revision %(seq)s.") % {"seq": saved.seq} if saved else ""
     if not request.htmx:
         if saved is not None:
-            messages.success(request, f"Verdict on {key} saved: revision {saved.seq}.")
+            messages.success(
+                request,
+                gettext("Verdict on %(key)s saved: revision %(seq)s.")
+                % {"key": key, "seq": saved.seq},
+            )
             keep_typed(request, claim.response_id, action="saved", key=key, message=notice)
         else:
             keep_typed(request, claim.response_id, action="verdict", key=key, errors=errors,
@@ -357,9 +367,9 @@ def review_complete(
     else:
         messages.success(
             request,
-            "Your review is complete: everyone's verdicts on this case are shown."
+            gettext("Your review is complete: everyone's verdicts on this case are shown.")
             if complete and was_blind
-            else "Decomposition marked complete."
+            else gettext("Decomposition marked complete.")
             if complete
             else "Decomposition reopened.",
         )

@@ -6,6 +6,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
+from django.utils.translation import gettext, gettext_lazy
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from cards.blind import run_unblinded
@@ -69,7 +70,7 @@ def project_drift(request: HtmxHttpRequest, slug: str) -> HttpResponse:
 @require_http_methods(["GET", "POST"])
 def run_assign(request: HtmxHttpRequest, slug: str, run_id: str) -> HttpResponse:
     membership = membership_for(
-        user=request.user, slug=slug, role=Role.LEAD, action="assign cases"
+        user=request.user, slug=slug, role=Role.LEAD, action=gettext_lazy("assign cases")
     )
     run = run_for_project(project=membership.project, run_id=run_id)
     responses = list(responses_for_run(run=run))
@@ -85,10 +86,14 @@ def run_assign(request: HtmxHttpRequest, slug: str, run_id: str) -> HttpResponse
         chosen = set(request.POST.getlist("responses"))
         picked = [r for r in responses if str(r.pk) in chosen]
         if reviewer is None or not picked:
-            messages.error(request, "Choose a reviewer and at least one case.")
+            messages.error(request, gettext("Choose a reviewer and at least one case."))
         else:
             created = assignment_set(responses=picked, reviewer=reviewer, lead=request.user)
-            messages.success(request, f"Assigned {created} new case(s) to {reviewer.username}.")
+            messages.success(
+                request,
+                gettext("Assigned %(n)s new case(s) to %(who)s.")
+                % {"n": created, "who": reviewer.username},
+            )
         return redirect("run_assign", slug, run_id)
     return render(
         request,
@@ -120,14 +125,14 @@ def run_assign_deal(request: HtmxHttpRequest, slug: str, run_id: str) -> HttpRes
         return f"Assigned {dealt.created} new case place(s)."
 
     return lead_run_action(
-        request, slug, run_id, action="assign cases", act=deal, then="run_assign"
+        request, slug, run_id, action=gettext_lazy("assign cases"), act=deal, then="run_assign"
     )
 
 
 @require_GET
 def run_disagreements(request: HtmxHttpRequest, slug: str, run_id: str) -> HttpResponse:
     membership = membership_for(
-        user=request.user, slug=slug, role=Role.LEAD, action="see disagreements"
+        user=request.user, slug=slug, role=Role.LEAD, action=gettext_lazy("see disagreements")
     )
     run = run_for_project(project=membership.project, run_id=run_id)
     return render(

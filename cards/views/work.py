@@ -9,6 +9,7 @@ from django.core.exceptions import ValidationError
 from django.http import HttpResponse, QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
+from django.utils.translation import gettext
 from django.views.decorators.http import require_GET, require_POST
 from django_htmx.http import HttpResponseClientRedirect
 
@@ -74,7 +75,7 @@ def queue_next(request: HtmxHttpRequest, slug: str) -> HttpResponse:
             {"project": membership.project, "membership": membership},
         )
     if after is not None and item.response_id == after.pk:
-        messages.info(request, "No other case waits in your queue: this is the last one.")
+        messages.info(request, gettext("No other case waits in your queue: this is the last one."))
     return redirect(_case_url(slug, item))
 
 
@@ -94,7 +95,9 @@ def case_submit(request: HtmxHttpRequest, slug: str, run_id: str, case_id: str) 
             return render(request, "cards/review.html#submit", context, status=400)
         messages.error(request, refusal)
         return redirect(reverse("case_detail", args=[slug, run_id, case_id]))
-    messages.success(request, f"Case {case_id} of {run_id} submitted.")
+    messages.success(
+        request, gettext("Case %(case)s of %(run)s submitted.") % {"case": case_id, "run": run_id}
+    )
     item = next_in_queue(membership=membership, after=response)
     # An empty queue: the queue page says so (it finds nothing either).
     url = queue_url(slug, response) if item is None else _case_url(slug, item)

@@ -3,6 +3,12 @@
 (function () {
   "use strict";
 
+  // What this file says, in the page's language: base.html's #js-texts, English if absent.
+  function text(name, english) {
+    const texts = document.getElementById("js-texts");
+    return (texts && texts.dataset[name]) || english;
+  }
+
   // --- Selecting text in the answer fills the "Add claim" form --------------------------
   // Spans are code points (Python str indices, bundle.md), as are the pieces' data-start;
   // the DOM counts UTF-16 units, two for a character outside the BMP (an emoji, say).
@@ -73,7 +79,7 @@
     form.elements.spans.value = spans.map((s) => s[0] + "-" + s[1]).join(",");
     const readout = document.getElementById("add-claim-selection");
     if (readout) {
-      readout.textContent = "From the answer at " + spans.map((s) => s[0] + "–" + s[1]).join(", ");
+      readout.textContent = text("fromAnswer", "From the answer at") + " " + spans.map((s) => s[0] + "–" + s[1]).join(", ");
     }
     // The claim text starts as the selection without citation markers.
     form.elements.text.value = spans
@@ -440,7 +446,7 @@
 
   function verb(event) {
     const config = event.detail.requestConfig;
-    return config && config.verb === "get" ? "Not loaded" : "Not saved";
+    return config && config.verb === "get" ? text("notLoaded", "Not loaded") : text("notSaved", "Not saved");
   }
 
   document.addEventListener("htmx:beforeRequest", function (event) {
@@ -465,25 +471,25 @@
     const alert = page.querySelector("[role=alert]");
     let reason;
     if ((xhr.responseURL && new URL(xhr.responseURL).pathname.startsWith("/login/")) || page.querySelector('input[name="password"]')) {
-      reason = "your session has ended. Log in again in another tab, then send this again";
+      reason = text("sessionEnded", "your session has ended. Log in again in another tab, then send this again");
     } else {
       reason = (alert ? alert.textContent : page.title).trim() + " (" + xhr.status + ")";
     }
-    say(event, verb(event) + ": " + reason + ". What you typed is still here.");
+    say(event, verb(event) + ": " + reason + ". " + text("kept", "What you typed is still here."));
   });
 
   document.addEventListener("htmx:responseError", function (event) {
     const status = event.detail.xhr.status;
-    let reason = "the server refused it (" + status + ")";
+    let reason = text("refused", "the server refused it (%s)").replace("%s", status);
     if (status >= 500) {
-      reason = "the server failed (" + status + ")";
+      reason = text("failed", "the server failed (%s)").replace("%s", status);
     } else if (status === 404) {
-      reason = "the server found no such page (404): reload to see what changed";
+      reason = text("noPage", "the server found no such page (404): reload to see what changed");
     }
-    say(event, verb(event) + ": " + reason + ". What you typed is still here: try again.");
+    say(event, verb(event) + ": " + reason + ". " + text("keptRetry", "What you typed is still here: try again."));
   });
 
   document.addEventListener("htmx:sendError", function (event) {
-    say(event, verb(event) + ": the server could not be reached. What you typed is still here: try again.");
+    say(event, verb(event) + ": " + text("unreachable", "the server could not be reached") + ". " + text("keptRetry", "What you typed is still here: try again."));
   });
 })();

@@ -32,6 +32,7 @@ from audit.services import audit_package
 from cards.chain import seal
 from cards.models import Claim, ClaimRevision, VerdictRevision
 from evidence.dbguards import append_only_sql
+from tests.audit.test_audit_export import downloaded, export_job
 from tests.audit.test_audit_zip import (
     PYTHON3,
     export,
@@ -206,8 +207,7 @@ def test_a_package_forged_whole_passes_without_the_key_and_fails_with_it(package
 
 def test_the_browser_download_carries_the_same_anchor_as_the_command(client, lead, package):
     client.force_login(lead)
-    response = client.get(reverse("audit_export", args=["demo"]) + "?download=1&run=q017-r1")
-    assert b"".join(response.streaming_content) == package.read_bytes()
+    assert downloaded(client, "&run=q017-r1") == package.read_bytes()
 
 
 # --- the anchors file -------------------------------------------------------------------------
@@ -346,14 +346,14 @@ def test_a_deleted_export_record_is_refused_naming_the_package(package, tmp_path
     )
 
 
-def test_the_browser_download_is_refused_with_a_message_and_records_nothing(client, lead, package):
+def test_the_browser_export_is_refused_with_a_message_and_records_nothing(client, lead, package):
     claim = a_judged_claim()
     with as_the_owner():
         execute("DELETE FROM cards_verdictrevision WHERE claim_id = %s", [claim.pk])
     client.force_login(lead)
-    response = client.get(reverse("audit_export", args=["demo"]) + "?download=1", follow=True)
-    assert not getattr(response, "streaming", False)
-    assert f"Export refused: claim {chain_name(claim)}: revision" in response.content.decode()
+    job = export_job(client)
+    page = client.get(reverse("job_detail", args=["demo", job.code])).content.decode()
+    assert f"Export refused: claim {chain_name(claim)}: revision" in page
     assert AuditExport.objects.count() == 1
 
 

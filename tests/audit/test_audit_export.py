@@ -16,7 +16,8 @@ from datetime import timedelta
 import pytest
 from django.core.management import CommandError, call_command
 from django.db.models import Max
-from django.urls import reverse
+from django.http import QueryDict
+from django.urls import resolve, reverse, reverse_lazy
 from django.utils import timezone
 
 from audit.models import AuditExport
@@ -26,8 +27,9 @@ from cards.services.claims import claim_create, claim_revise
 from cards.services.reviews import response_mark_complete
 from cards.services.verdicts import verdict_save
 from evidence.canonical import canonical_json, rfc3339, text_sha256
-from evidence.models import Passage
+from evidence.models import Passage, Project
 from evidence.spreadsheet import spreadsheet_cell
+from jobs.models import Job
 from replay.models import Citation, Response, Retrieval, Run
 from tests.audit.test_audit_zip import export, manifest, members, rows, sha256
 from tests.conftest import ROOT, bundle_bytes, import_bytes, sqlite_copy, sqlite_env
@@ -72,14 +74,22 @@ def command_json(*args: str) -> dict:
     return json.loads(stdout.getvalue())
 
 
-def download_url(query: str = "") -> str:
-    return reverse("audit_export", args=["demo"]) + "?download=1" + query
+EXPORT_URL = reverse_lazy("export_start", args=["demo"])
+
+
+def export_job(client, query: str = "", **extra) -> Job:
+    """The job a lead's POST of the audit form queues (and, in the tests, runs at once)."""
+    response = client.post(EXPORT_URL, dict(QueryDict(query.lstrip("&")).lists()), **extra)
+    assert response.status_code == 302, response
+    return Job.objects.get(code=resolve(response["Location"]).kwargs["code"])
 
 
 def downloaded(client, query: str = "") -> bytes:
-    response = client.get(download_url(query))
+    """The package a lead exports through the browser, as its job's download gives it."""
+    job = export_job(client, query)
+    assert job.state == Job.State.DONE, job.errors
+    response = client.get(reverse("job_download", args=["demo", job.code]))
     assert response.status_code == 200
-    assert response.streaming
     return b"".join(response.streaming_content)
 
 
@@ -722,14 +732,28 @@ def test_exports_in_two_processes_with_other_hash_seeds_are_byte_identical(demo_
 # --- who may download -------------------------------------------------------------------------
 
 
-def test_a_lead_downloads_a_streamed_zip_named_after_the_project(client, lead, demo_runs):
+def test_a_lead_downloads_the_zip_of_an_export_job_named_after_its_package(
+    client, lead, demo_runs
+):
     client.force_login(lead)
-    response = client.get(download_url())
+    job = export_job(client)
+    response = client.get(reverse("job_download", args=["demo", job.code]))
     assert response.status_code == 200
-    assert response.streaming
     assert response["Content-Type"] == "application/zip"
-    assert response["Content-Disposition"] == 'attachment; filename="audit-demo.zip"'
+    name = f"audit-demo-{job.result['package_id'][:12]}.zip"
+    assert response["Content-Disposition"] == f'attachment; filename="{name}"'
     assert set(members(b"".join(response.streaming_content))) == layout(all_run_ids())
+
+
+def test_an_htmx_export_answers_with_the_jobs_status_and_its_package_id(client, lead, demo_runs):
+    client.force_login(lead)
+    response = client.post(EXPORT_URL, {"run": "q017-r1"}, headers={"HX-Request": "true"})
+    job = Job.objects.get()
+    content = response.content.decode()
+    assert content.lstrip().startswith(f'<section id="job-{job.code}"')
+    assert job.result["package_id"] in content
+    assert reverse("job_download", args=["demo", job.code]) in content
+    assert AuditExport.objects.get().package_id == job.result["package_id"]
 
 
 def test_the_audit_page_offers_every_run_to_a_lead(client, lead, demo_runs):
@@ -740,39 +764,55 @@ def test_the_audit_page_offers_every_run_to_a_lead(client, lead, demo_runs):
         assert f'value="{run_id}"' in response.content.decode()
 
 
-@pytest.mark.parametrize("query", ["", "?download=1", "?download=1&run=q017-r1"])
-def test_a_reviewer_gets_403(client, reviewer, demo_runs, query):
+def test_the_audit_form_posts_to_the_export_job(client, lead, demo_runs):
+    client.force_login(lead)
+    content = client.get(reverse("audit_export", args=["demo"])).content.decode()
+    assert f'<form method="post" action="{EXPORT_URL}"' in content
+    assert client.get(EXPORT_URL).status_code == 405
+
+
+@pytest.mark.parametrize("htmx", [False, True])
+def test_a_reviewer_gets_403(client, reviewer, demo_runs, htmx):
     client.force_login(reviewer)
-    response = client.get(reverse("audit_export", args=["demo"]) + query)
-    assert response.status_code == 403
+    headers = {"HX-Request": "true"} if htmx else {}
+    assert client.get(reverse("audit_export", args=["demo"]), headers=headers).status_code == 403
+    assert client.post(EXPORT_URL, {"run": "q017-r1"}, headers=headers).status_code == 403
+    assert not Job.objects.exists()
     assert not AuditExport.objects.exists()
 
 
-def test_a_reviewer_gets_403_through_htmx_too(client, reviewer, demo_runs):
-    client.force_login(reviewer)
-    response = client.get(download_url(), headers={"HX-Request": "true"})
-    assert response.status_code == 403
-
-
-@pytest.mark.parametrize("query", ["", "?download=1"])
-def test_an_outsider_gets_404(client, outsider, demo_runs, query):
+def test_an_outsider_gets_404(client, outsider, demo_runs):
     client.force_login(outsider)
-    assert client.get(reverse("audit_export", args=["demo"]) + query).status_code == 404
-    assert not AuditExport.objects.exists()
+    assert client.get(reverse("audit_export", args=["demo"])).status_code == 404
+    assert client.post(EXPORT_URL).status_code == 404
+    assert not Job.objects.exists()
 
 
 def test_an_anonymous_visitor_is_sent_to_log_in(client, demo_runs):
-    response = client.get(download_url())
+    response = client.post(EXPORT_URL)
     assert response.status_code == 302
     assert "login" in response["Location"]
 
 
-def test_an_unknown_run_in_the_download_comes_back_with_a_message(client, lead, demo_runs):
+def test_an_unknown_run_comes_back_with_a_message_and_queues_nothing(client, lead, demo_runs):
     client.force_login(lead)
-    response = client.get(download_url("&run=nope"), follow=True)
+    response = client.post(EXPORT_URL, {"run": "nope"}, follow=True)
     assert response.redirect_chain[-1][0] == reverse("audit_export", args=["demo"])
     assert "run &#x27;nope&#x27; does not exist" in response.content.decode()
-    assert not AuditExport.objects.exists()
+    assert not Job.objects.exists()
+
+
+def test_an_unknown_run_through_htmx_is_refused_in_place(client, lead, demo_runs):
+    client.force_login(lead)
+    response = client.post(EXPORT_URL, {"run": "nope"}, headers={"HX-Request": "true"})
+    assert response.status_code == 400
+    assert "Export refused: run &#x27;nope&#x27; does not exist" in response.content.decode()
+
+
+def test_an_import_job_has_no_package_to_download(client, lead, demo_runs):
+    job = Job.objects.create(kind=Job.Kind.IMPORT, project=Project.objects.get(slug="demo"))
+    client.force_login(lead)
+    assert client.get(reverse("job_download", args=["demo", job.code])).status_code == 404
 
 
 # --- the command's contract -------------------------------------------------------------------

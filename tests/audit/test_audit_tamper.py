@@ -21,13 +21,14 @@ from django.core.management import CommandError
 from django.db import IntegrityError, connection, transaction
 from django.urls import reverse
 
-from audit.export import AuditExportError
 from audit.models import AuditExport
-from audit.verify import Failure, verify
+from audit.verify import verify
 from cards.models import Claim, ClaimRevision, VerdictRevision
 from cards.services.verdicts import verdict_save
 from evidence.dbguards import append_only_sql
 from evidence.models import Passage
+from jobs.models import Job
+from tests.audit.test_audit_export import export_job
 from tests.audit.test_audit_zip import export
 from tests.conftest import ROOT, sqlite_copy, sqlite_env
 
@@ -185,22 +186,19 @@ def test_a_revision_deleted_from_the_middle_of_a_chain_stops_the_export(
     )
 
 
-def test_the_download_of_tampered_data_breaks_off_and_records_no_package_id(
-    client, lead, d01, tmp_path
+def test_the_export_job_of_tampered_data_fails_and_records_no_package_id(
+    client, lead, d01, jobs_dir
 ):
     with around_the_triggers("evidence_passage"):
         execute("UPDATE evidence_passage SET text = 'Anything.' WHERE id = %s", [d01.pk])
     client.force_login(lead)
-    response = client.get(reverse("audit_export", args=["demo"]) + "?download=1")
-    assert response.status_code == 200  # the headers left before the passages were read
-    received = bytearray()
-    with pytest.raises(AuditExportError, match=f"{D01} \\(row {d01.pk}\\)"):
-        for chunk in response.streaming_content:
-            received += chunk
+    job = export_job(client)
+    assert job.state == Job.State.FAILED
+    assert f"{D01} (row {d01.pk})" in job.errors[0]
+    assert job.errors[0].startswith("Export refused: ")
     assert not AuditExport.objects.exists()
-    (tmp_path / "cut.zip").write_bytes(received)
-    with pytest.raises(Failure):
-        verify(str(tmp_path / "cut.zip"))
+    assert list(jobs_dir.iterdir()) == []  # no package, not even half of one
+    assert client.get(reverse("job_download", args=["demo", job.code])).status_code == 404
 
 
 def test_a_refused_export_says_one_line_on_stderr(demo_sqlite, tmp_path):

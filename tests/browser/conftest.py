@@ -26,7 +26,7 @@ from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
-from tests.conftest import DEMO_PASSWORD, sqlite_copy
+from tests.conftest import AUDIT_KEY, DEMO_PASSWORD, sqlite_copy
 
 ROOT = Path(__file__).resolve().parents[2]
 CHROMIUM = os.environ.get("CHROMIUM_PATH") or shutil.which("chromium") or "/usr/bin/chromium"
@@ -124,9 +124,22 @@ def _serve(request, tmp_path_factory, *, debug: bool) -> Iterator[LiveServer]:
         sqlite_copy(request.getfixturevalue("demo_sqlite"), database)
         env["DATABASE_URL"] = f"sqlite:///{database}"
     port = _free_port()
+    # Its own uploads and packages, and its own anchors: an export checks the anchors of
+    # every earlier one against its database, and each server has a database of its own.
+    env["JOBS_DIR"] = str(tmp_path_factory.mktemp("jobs"))
+    env["AUDIT_ANCHOR_DIR"] = str(tmp_path_factory.mktemp("anchors"))
+    env["AUDIT_SIGNING_KEY"] = AUDIT_KEY
     live = LiveServer(url=f"http://127.0.0.1:{port}", env=env)
     server = subprocess.Popen(
         [*manage, "runserver", "--noreload", f"127.0.0.1:{port}"],
+        env=env,
+        cwd=ROOT,
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    # As `make run`: the worker that runs the imports and exports the pages queue.
+    jobs_worker = subprocess.Popen(
+        [*manage, "db_worker", "--no-reload", "--no-startup-delay", "--interval", "0.2"],
         env=env,
         cwd=ROOT,
         stdout=subprocess.DEVNULL,
@@ -146,7 +159,9 @@ def _serve(request, tmp_path_factory, *, debug: bool) -> Iterator[LiveServer]:
     finally:
         live.stop()
         server.terminate()
+        jobs_worker.terminate()
         server.wait(timeout=10)
+        jobs_worker.wait(timeout=60)  # it finishes the job it runs
         if dropped:
             _admin_sql(base, f'DROP DATABASE IF EXISTS "{dropped}" WITH (FORCE)')
 

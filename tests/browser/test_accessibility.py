@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 from axe_playwright_python.sync_playwright import Axe
 
-from tests.browser.conftest import log_in
+from tests.browser.conftest import ROOT, log_in
+from tests.browser.test_figures_judges import a_reviewer_finds_c017_2_supported
 
 pytestmark = pytest.mark.browser
 
@@ -29,6 +30,9 @@ PAGES = {
     "figures": "/p/demo/runs/q017-r1/figures/?source=annotator:seed-protocol",
     "compare, nobody judged": "/p/demo/compare/?a=q017-r1&b=q017-r2",
     "compare": "/p/demo/compare/?a=q017-r1&b=q017-r3&source=annotator:seed-protocol",
+    "import": "/p/demo/import/",
+    "audit": "/p/demo/audit/",
+    "jobs": "/p/demo/jobs/",
 }
 
 
@@ -64,8 +68,46 @@ def test_a_reviewer_splitting_a_case_meets_no_serious_violation(page):
     assert serious_violations(page) == []
 
 
+def test_the_upload_page_with_a_format_chosen_and_a_refusal_meets_no_serious_violation(page):
+    log_in(page, "lead")
+    page.goto("/p/demo/import/")
+    page.get_by_label("File format").select_option("ragas")
+    page.get_by_label("Run id").fill("axe-ragas")
+    assert serious_violations(page) == []
+    bad = ROOT / "tests" / "ingest" / "samples" / "alce-asqa.json"  # not Ragas JSONL
+    page.get_by_label("Bundle file").set_input_files(str(bad))
+    page.get_by_role("button", name="Import").click()
+    page.get_by_role("heading", name="Refused: nothing was stored").wait_for()
+    assert serious_violations(page) == []
+
+
+def test_the_figures_page_with_judges_against_people_meets_no_serious_violation(
+    page, live, tmp_path
+):
+    url = a_reviewer_finds_c017_2_supported(page, live, tmp_path)
+    page.goto(f"{url.split('cases/')[0]}figures/")
+    judges = page.get_by_role("region", name="Judges against people")
+    judges.get_by_text("where seed-protocol and the people differ").click()  # the list shown
+    judges.get_by_role("link", name="Q-017 · C-017-2").wait_for()
+    assert serious_violations(page) == []
+
+
+def test_an_export_jobs_status_and_page_meet_no_serious_violation(page):
+    log_in(page, "lead")
+    page.goto("/p/demo/audit/")
+    page.locator("input[name=run][value=q017-r2]").check()
+    page.get_by_role("button", name="Export package").click()
+    page.locator("#package-id").wait_for(timeout=30_000)
+    assert serious_violations(page) == []
+    page.goto("/p/demo/jobs/")
+    page.locator("tbody a").first.click()
+    page.get_by_role("heading", name="Package ready").wait_for()
+    assert serious_violations(page) == []
+
+
 def test_axe_does_report_a_serious_violation(page):
     """The check above could pass by checking nothing: an unlabelled field must be caught."""
     page.goto("/login/")
-    page.locator("form").evaluate("form => form.append(document.createElement('select'))")
+    login = page.locator("form[action='/login/']")  # the header's language switch is a form too
+    login.evaluate("form => form.append(document.createElement('select'))")
     assert any(line.startswith("select-name (critical)") for line in serious_violations(page))

@@ -44,6 +44,14 @@ def verdict_form(page, key: str):
     return card(page, key).locator("form[data-verdict-form]")
 
 
+def save_verdict(page, key: str, support: str, reason: str) -> None:
+    """Judge the card `key`: its label (as the radio names it), a reason, Save."""
+    form = verdict_form(page, key)
+    form.get_by_role("radio", name=support, exact=True).check()
+    form.get_by_label("Reason").fill(reason)
+    form.get_by_role("button", name="Save").click()
+
+
 def _opener(page, server: LiveServer, tmp_path):
     def open_case(user: str, fixture: str = "q017-r1.jsonl", *, edit=None):
         """`user`, logged in, on the first case of a fresh copy of `fixture`: (page, url)."""
@@ -196,10 +204,7 @@ def test_a_stale_form_says_so_in_place_and_saves_once_sent_again(both):
     verdict_form(page, "C-017-3")  # loaded before the other window saves
     other = page.context.new_page()
     other.goto(url)
-    other_form = verdict_form(other, "C-017-3")
-    other_form.get_by_role("radio", name="Supported", exact=True).check()
-    other_form.get_by_label("Reason").fill("From the other window.")
-    other_form.get_by_role("button", name="Save").click()
+    save_verdict(other, "C-017-3", "Supported", "From the other window.")
     expect(card(other, "C-017-3")).to_contain_text("by bob")
     page.bring_to_front()  # a tab in the background is throttled: every step would wait
 

@@ -216,3 +216,18 @@ def aside_claim(project) -> Claim:
     """c1 of run aside-r1: it cites OLD_POLICY, which its response never retrieved or marked."""
     import_bytes(bundle_bytes(*aside_bundle()))
     return Claim.objects.get(response__run__run_id="aside-r1", key="c1")
+
+
+@pytest.fixture
+def labelled(demo_runs, reviewer, second_reviewer):
+    """q017-r1's four claims labelled by alice and bob: they disagree on C-017-2."""
+    claims = {c.key: c for c in Claim.objects.filter(response__run__run_id="q017-r1")}
+    for key, alice, bob in [
+        ("C-017-1", "unsupported", "unsupported"),
+        ("C-017-2", "partial", "supported"),
+        ("C-017-3", "unsupported", "unsupported"),
+        ("C-017-4", "unsupported", "unsupported"),
+    ]:
+        judge(claims[key], reviewer, alice, f"alice: {key}")
+        judge(claims[key], second_reviewer, bob, f"bob: {key}")
+    return Run.objects.get(run_id="q017-r1")

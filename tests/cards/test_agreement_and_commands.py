@@ -9,7 +9,6 @@ from django.core.management import CommandError, call_command
 from cards.agreement import run_agreement
 from cards.models import Claim
 from cards.services.verdicts import verdict_save
-from replay.models import Run
 
 
 def judge(claim, user, support, reason="Because the passage says so."):
@@ -21,21 +20,6 @@ def judge(claim, user, support, reason="Because the passage says so."):
         claim=claim, author=user, support=support, reason=reason,
         seen_claim_seq=seq, seen_own_seq=mine,
     )  # fmt: skip
-
-
-@pytest.fixture
-def labelled(demo_runs, reviewer, second_reviewer):
-    """q017-r1's four claims labelled by alice and bob: they disagree on C-017-2."""
-    claims = {c.key: c for c in Claim.objects.filter(response__run__run_id="q017-r1")}
-    for key, alice, bob in [
-        ("C-017-1", "unsupported", "unsupported"),
-        ("C-017-2", "partial", "supported"),
-        ("C-017-3", "unsupported", "unsupported"),
-        ("C-017-4", "unsupported", "unsupported"),
-    ]:
-        judge(claims[key], reviewer, alice, f"alice: {key}")
-        judge(claims[key], second_reviewer, bob, f"bob: {key}")
-    return Run.objects.get(run_id="q017-r1")
 
 
 def test_agreement_between_two_reviewers(labelled):

@@ -121,11 +121,13 @@ def test_agreement_is_written_in_the_cli_shape():
         "krippendorff_alpha": 0.1235,
         "confusion": {"supported": {"supported": 3}},
         "disagreements": 1,
+        "judges_vs_people": [],
     }
     undefined = Agreement("r1", ["a", "b", "c"], 0, Proportion(0, 0), None, None, None, [])
     assert undefined.as_json() == {
         "run_id": "r1", "annotators": ["a", "b", "c"], "claims": 0, "raw_agreement": None,
         "cohen_kappa": None, "krippendorff_alpha": None, "confusion": None, "disagreements": 0,
+        "judges_vs_people": [],
     }  # fmt: skip
 
 

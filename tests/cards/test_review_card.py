@@ -7,7 +7,7 @@ import re
 import pytest
 
 from cards.models import VerdictRevision
-from cards.selectors import VerdictRecord
+from cards.selectors import VerdictRecord, frozen_rows
 from cards.services.claims import claim_revise
 from cards.views.card_cache import fragments
 from tests.cards.conftest import case_url, judge, page_for
@@ -121,14 +121,22 @@ def test_a_cached_compact_card_shows_a_new_verdict_at_once(
     )
 
 
-def test_the_cached_page_is_the_page_rendered_afresh(client, claim, reviewer):
+def test_the_cached_page_is_the_page_rendered_afresh(
+    client, claim, reviewer, django_assert_max_num_queries
+):
     client.force_login(reviewer)
     url = case_url("q017-r3", "Q-017")
     fragments.clear()
-    fresh = client.get(url).content.decode()
-    cached = client.get(url).content.decode()
+    frozen_rows.clear()
+    with django_assert_max_num_queries(20) as first:
+        fresh = client.get(url).content.decode()
+    with django_assert_max_num_queries(20) as second:
+        cached = client.get(url).content.decode()
     masked = [re.sub(r"\b[A-Za-z0-9]{64}\b", "TOKEN", html) for html in (fresh, cached)]
     assert masked[0] == masked[1]  # but for the CSRF tokens
+    # The response's retrieval and citations are frozen: read once per process.
+    assert len(second.captured_queries) == len(first.captured_queries) - 2
+    assert not any("replay_retrieval t" in q["sql"] for q in second.captured_queries)
 
 
 def test_a_whole_card_from_cached_fragments_is_the_card_rendered_afresh(

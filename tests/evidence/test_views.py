@@ -1,12 +1,10 @@
 from __future__ import annotations
 
-import gzip
-
 import pytest
 from django.urls import reverse
 
 from replay.models import Run
-from tests.conftest import FIXTURES, PASSWORD, bundle_bytes, import_bytes
+from tests.conftest import PASSWORD, bundle_bytes, import_bytes
 from tests.factories import synthetic_bundle
 
 
@@ -85,72 +83,6 @@ def test_a_reviewer_may_not_import(client, reviewer):
     assert Run.objects.count() == 0
 
 
-def test_a_lead_imports_a_bundle_by_plain_form_post(client, lead):
-    client.force_login(lead)
-    data = (FIXTURES / "q017-r1.jsonl").read_bytes()
-    response = client.post(
-        reverse("bundle_upload", args=["demo"]), {"bundle": _named("q017-r1.jsonl", data)}
-    )
-    assert response.status_code == 302
-    assert response["Location"] == "/p/demo/runs/q017-r1/"
-    run = Run.objects.get(run_id="q017-r1")
-    assert run.imported_by == lead
-    assert run.source_name == "q017-r1.jsonl"
-
-
-def test_a_lead_imports_a_gzipped_bundle_through_htmx(client, lead):
-    client.force_login(lead)
-    data = gzip.compress((FIXTURES / "q017-r2.jsonl").read_bytes())
-    response = client.post(
-        reverse("bundle_upload", args=["demo"]),
-        {"bundle": _named("q017-r2.jsonl.gz", data)},
-        HTTP_HX_REQUEST="true",
-    )
-    assert response.status_code == 200
-    assert response["HX-Redirect"] == "/p/demo/runs/q017-r2/"
-    assert Run.objects.filter(run_id="q017-r2").exists()
-
-
-def test_a_refused_upload_lists_every_problem_and_stores_nothing(client, lead):
-    client.force_login(lead)
-    data = bundle_bytes(*synthetic_bundle(cases=1)) + b'{"kind": "case"}\nnot json\n'
-    response = client.post(
-        reverse("bundle_upload", args=["demo"]), {"bundle": _named("bad.jsonl", data)}
-    )
-    assert response.status_code == 400
-    problems = response.context["problems"]
-    assert any("/case_id: is required" in p for p in problems)
-    assert any("not valid JSON" in p for p in problems)
-    assert b"Refused: nothing was stored" in response.content
-    assert Run.objects.count() == 0
-
-
-def test_a_refused_htmx_upload_renders_only_the_result_partial(client, lead):
-    client.force_login(lead)
-    response = client.post(
-        reverse("bundle_upload", args=["demo"]),
-        {"bundle": _named("bad.jsonl", b"\xff\xfe\n")},
-        HTTP_HX_REQUEST="true",
-    )
-    assert response.status_code == 400
-    content = response.content.decode()
-    assert content.lstrip().startswith('<section id="result"')
-    assert "not valid UTF-8" in content
-    assert "<html" not in content
-
-
-def test_a_dry_run_upload_reports_and_stores_nothing(client, lead):
-    client.force_login(lead)
-    data = (FIXTURES / "p7-answer-a.jsonl").read_bytes()
-    response = client.post(
-        reverse("bundle_upload", args=["demo"]),
-        {"bundle": _named("a.jsonl", data), "dry_run": "on"},
-    )
-    assert response.status_code == 200
-    assert b"Dry run passed: p7-answer-a" in response.content
-    assert Run.objects.count() == 0
-
-
 def test_an_oversized_upload_is_refused_before_reading(client, lead, settings):
     settings.BUNDLE_UPLOAD_MAX_BYTES = 10
     client.force_login(lead)
@@ -170,7 +102,13 @@ PROJECT_URLS = {
     "p/<slug:slug>/settings/": "/p/demo/settings/",
     "p/<slug:slug>/compare/": "/p/demo/compare/?a=q017-r1&b=q017-r2",
     "p/<slug:slug>/drift/": "/p/demo/drift/",
-    "p/<slug:slug>/audit/": "/p/demo/audit/?download=1",
+    "p/<slug:slug>/audit/": "/p/demo/audit/",
+    "p/<slug:slug>/audit/export/": "/p/demo/audit/export/",
+    "p/<slug:slug>/jobs/": "/p/demo/jobs/",
+    "p/<slug:slug>/jobs/<uuid:code>/": "/p/demo/jobs/0b5e6c1e-5f5e-4a8e-9d55-2f1a8f0c9b1d/",
+    "p/<slug:slug>/jobs/<uuid:code>/package.zip": (
+        "/p/demo/jobs/0b5e6c1e-5f5e-4a8e-9d55-2f1a8f0c9b1d/package.zip"
+    ),
     "p/<slug:slug>/runs/<str:run_id>/": "/p/demo/runs/q017-r1/",
     "p/<slug:slug>/runs/<str:run_id>/assign/": "/p/demo/runs/q017-r1/assign/",
     "p/<slug:slug>/runs/<str:run_id>/assign/deal/": "/p/demo/runs/q017-r1/assign/deal/",

@@ -26,7 +26,7 @@ def live_while_reading(cases: int) -> int:
     data = bundle_bytes(*synthetic_bundle(run_id=f"r{cases}", cases=cases, passages=8))
     samples: list[int] = []
 
-    def progress(bytes_read: int, lines: int) -> None:
+    def progress(bytes_read: int, lines: int, stored: int) -> None:
         gc.collect()
         samples.append(tracemalloc.get_traced_memory()[0])
 

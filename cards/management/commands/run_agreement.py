@@ -6,7 +6,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from cards.agreement import run_agreement
+from cards.reports import run_agreement_json
 from replay.commands import find_run
 
 
@@ -25,5 +25,5 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         run = find_run(options["project"], options["run_id"])
-        agreement = run_agreement(run=run, annotators=options["annotators"])
-        self.stdout.write(json.dumps(agreement.as_json(), indent=1, ensure_ascii=False))
+        agreement = run_agreement_json(run=run, annotators=options["annotators"])
+        self.stdout.write(json.dumps(agreement, indent=1, ensure_ascii=False))

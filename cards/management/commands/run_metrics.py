@@ -6,8 +6,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandParser
 
-from cards.annotators import roster_of
-from cards.metrics import Source, run_metrics
+from cards.reports import run_metrics_json
 from replay.commands import find_run
 
 
@@ -27,10 +26,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options) -> None:
         run = find_run(options["project"], options["run_id"])
-        source = Source.from_options(
-            annotator=options["annotator"],
-            consensus=options["consensus"],
-            roster=roster_of(runs=[run]),
+        figures = run_metrics_json(
+            run=run, annotator=options["annotator"], consensus=options["consensus"]
         )
-        figures = run_metrics(run=run, source=source)
-        self.stdout.write(json.dumps(figures.as_json(), indent=1, ensure_ascii=False))
+        self.stdout.write(json.dumps(figures, indent=1, ensure_ascii=False))

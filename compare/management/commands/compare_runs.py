@@ -6,9 +6,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
-from cards.annotators import Roster, roster_of
-from cards.metrics import Source
-from compare.comparison import compare_runs
+from compare.reports import comparison_json
 from replay.commands import find_run
 
 
@@ -38,10 +36,10 @@ class Command(BaseCommand):
         run_b = find_run(run_a.project.slug, run_b_id)
         if options["run_b"] is None:  # A replays its baseline: the baseline is the "before"
             run_a, run_b = run_b, run_a
-        # Who a name means, for --annotator only: the roster reads every verdict of both runs.
-        roster = roster_of(runs=[run_a, run_b]) if options["annotator"] else Roster()
-        source = Source.from_options(
-            annotator=options["annotator"], consensus=options["consensus"], roster=roster
+        comparison = comparison_json(
+            run_a=run_a,
+            run_b=run_b,
+            annotator=options["annotator"],
+            consensus=options["consensus"],
         )
-        comparison = compare_runs(run_a=run_a, run_b=run_b, source=source)
-        self.stdout.write(json.dumps(comparison.as_json(), indent=1, ensure_ascii=False))
+        self.stdout.write(json.dumps(comparison, indent=1, ensure_ascii=False))

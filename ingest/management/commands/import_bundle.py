@@ -96,7 +96,7 @@ class Command(BaseCommand):
 def _progress_bar(total: int | None):
     started = time.monotonic()
 
-    def report(done: int, lines: int) -> None:
+    def report(done: int, lines: int, stored: int) -> None:
         rate = lines / max(time.monotonic() - started, 1e-6)
         if total:
             share = min(done / total, 1.0)

@@ -1,0 +1,185 @@
+"""Queuing imports and exports as jobs, and recording how each one went."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import time
+from datetime import timedelta
+from typing import Any
+
+from django.conf import settings
+from django.contrib.auth.models import AbstractBaseUser
+from django.core.files.uploadedfile import UploadedFile
+from django.db import OperationalError, transaction
+from django.utils import timezone
+from django.utils.translation import gettext_lazy
+
+from audit.services import audit_package
+from evidence.models import Project
+from jobs.models import Job
+from jobs.progress import Counts, progress_path, read_progress, upload_path
+
+State = Job.State
+
+# On SQLite a running import holds the only write lock until it ends: a job queued meanwhile
+# waits busy_timeout (5 s) and is refused. (On PostgreSQL: the database is down.) The pages
+# and the API say this when queuing raises OperationalError.
+BUSY = gettext_lazy(
+    "The database did not take the job (busy with another import, or unreachable): "
+    "nothing was queued. Try again in a moment."
+)
+
+
+def import_queue(
+    *,
+    project: Project,
+    user: AbstractBaseUser | None,
+    upload: UploadedFile,
+    dry_run: bool = False,
+    new_expectation_versions: bool = False,
+    source_format: str = "bundle",
+    run_id: str = "",
+) -> Job:
+    """Keep the uploaded bundle under JOBS_DIR and queue its import; the job as it is now.
+
+    A file of another format (`ingest.convert.FORMATS`: Ragas, ALCE, jsonl-simple) is kept
+    as it came and converted by the task, so its problems name its own records; `run_id`
+    names the converted run (default: from the file's name).
+
+    The file is copied before the job exists, so a worker never sees a job without
+    its bundle; the job and its task are written in one transaction, so a queued job
+    is never lost between the two. (With the immediate backend of the tests, the job
+    has run when this returns.)
+    """
+    from jobs.tasks import import_run  # the tasks call these services
+
+    job = Job(
+        kind=Job.Kind.IMPORT,
+        project=project,
+        requested_by=_user(user),
+        size_bytes=upload.size,
+        options={
+            "source_name": upload.name or "",
+            "dry_run": dry_run,
+            "new_expectation_versions": new_expectation_versions,
+            "source_format": source_format,
+            "run_id": run_id,
+        },
+    )
+    target = upload_path(str(job.code))
+    upload.seek(0)
+    with target.open("wb") as out:
+        shutil.copyfileobj(upload, out, 1024 * 1024)
+    try:
+        with transaction.atomic():
+            job.save()
+            queued = import_run.enqueue(code=str(job.code))
+            Job.objects.filter(pk=job.pk).update(task_id=queued.id)
+    except BaseException:
+        target.unlink(missing_ok=True)
+        raise
+    job.refresh_from_db()
+    return job
+
+
+def export_queue(
+    *,
+    project: Project,
+    user: AbstractBaseUser | None,
+    run_ids: list[str] | None = None,
+    compare: list[str] | None = None,
+    source: str | None = None,
+) -> Job:
+    """Queue an audit export; LookupError names a run that does not exist, before queuing."""
+    from jobs.tasks import export_run
+
+    audit_package(slug=project.slug, run_ids=run_ids, compare=compare, source=source)
+    with transaction.atomic():
+        job = Job.objects.create(
+            kind=Job.Kind.EXPORT,
+            project=project,
+            requested_by=_user(user),
+            options={"runs": run_ids or [], "compare": compare or [], "source": source},
+        )
+        queued = export_run.enqueue(code=str(job.code))
+        Job.objects.filter(pk=job.pk).update(task_id=queued.id)
+    job.refresh_from_db()
+    return job
+
+
+def job_start(*, code: str) -> Job | None:
+    """Mark a queued job running in this process; None when it is not queued any more."""
+    started = Job.objects.filter(code=code, state=State.QUEUED).update(
+        state=State.RUNNING,
+        started_at=timezone.now(),
+        worker=f"{socket.gethostname()}:{os.getpid()}"[:100],
+    )
+    if not started:
+        return None
+    return Job.objects.select_related("project", "requested_by").get(code=code)
+
+
+def job_finish(*, job: Job, counts: Counts, result: dict[str, Any], file_name: str = "") -> bool:
+    """Done, with what it made; False when the sweep had already given the job up."""
+    return _end(job, State.DONE, counts, result=result, file_name=file_name)
+
+
+def job_fail(*, job: Job, counts: Counts, errors: list[str]) -> bool:
+    """Failed, with why (an import's `line N:` problems); nothing was stored."""
+    return _end(job, State.FAILED, counts, errors=errors)
+
+
+def _end(job: Job, state: str, counts: Counts, **fields: Any) -> bool:
+    ended = Job.objects.filter(pk=job.pk, state=State.RUNNING).update(
+        state=state,
+        finished_at=timezone.now(),
+        bytes_read=counts.bytes_read,
+        lines_read=counts.lines_read,
+        cases_stored=counts.cases_stored if state == State.DONE else 0,
+        **fields,
+    )
+    return bool(ended)
+
+
+def jobs_sweep(*, project: Project | None = None) -> int:
+    """Fail the running jobs whose worker stopped beating (killed, or its machine gone).
+
+    Their transaction died with the worker's connection, so nothing of them is stored;
+    their upload is removed. A job is given up once it has not beaten for
+    JOB_STALE_SECONDS (many heartbeats). Only reads until it finds one: on SQLite an
+    import elsewhere may hold the write lock, and then the sweep waits for another time.
+    """
+    running = Job.objects.filter(state=State.RUNNING)
+    if project is not None:
+        running = running.filter(project=project)
+    cutoff = time.time() - settings.JOB_STALE_SECONDS
+    stale = []
+    for job in running.only("code", "started_at"):
+        progress = read_progress(str(job.code))
+        beat = progress[1] if progress else job.started_at.timestamp()
+        if beat < cutoff:
+            stale.append(job)
+    swept = 0
+    for job in stale:
+        seen = timezone.now() - timedelta(seconds=settings.JOB_STALE_SECONDS)
+        try:
+            swept += Job.objects.filter(pk=job.pk, state=State.RUNNING).update(
+                state=State.FAILED,
+                finished_at=timezone.now(),
+                cases_stored=0,
+                errors=[
+                    "The worker stopped during this job (no heartbeat since before "
+                    f"{seen:%Y-%m-%d %H:%M:%S} UTC); nothing was stored. Start it again."
+                ],
+            )
+        except OperationalError:
+            return swept  # SQLite: another import holds the write lock; next time
+        upload_path(str(job.code)).unlink(missing_ok=True)
+        progress_path(str(job.code)).unlink(missing_ok=True)
+    return swept
+
+
+def _user(user: AbstractBaseUser | None) -> AbstractBaseUser | None:
+    return user if user is not None and user.pk else None

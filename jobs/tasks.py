@@ -1,0 +1,123 @@
+"""The tasks a worker runs (`manage.py db_worker`): one import, one export, each a job.
+
+Thin, as commands are: each marks its job running, calls the app that does the work
+with a progress callback, and records the outcome. A task that finds its job not
+queued (swept, or run already) does nothing.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import IO
+
+from django.tasks import task
+
+from audit.export import AuditExportError, export_stream
+from audit.services import audit_package, audit_record
+from ingest.convert import converted_file, default_run_id
+from ingest.forms import BUNDLE
+from ingest.services import BundleInvalid, bundle_import, limits_from_settings
+from jobs.progress import Heartbeat, package_path, upload_path
+from jobs.services import job_fail, job_finish, job_start
+
+
+@task
+def import_run(*, code: str) -> None:
+    job = job_start(code=code)
+    if job is None:
+        return
+    options = job.options
+    path = upload_path(code)
+    try:
+        with Heartbeat(code) as heartbeat:
+            try:
+                with path.open("rb") as stream:
+                    summary = bundle_import(
+                        stream=_converted(stream, options),
+                        project_slug=job.project.slug,
+                        user=job.requested_by,
+                        source_name=options["source_name"],
+                        dry_run=options["dry_run"],
+                        new_expectation_versions=options["new_expectation_versions"],
+                        progress=heartbeat.import_progress,
+                    )
+            except BundleInvalid as exc:
+                job_fail(job=job, counts=heartbeat.counts, errors=exc.lines())
+                return
+            except BaseException as exc:
+                # SystemExit included: a worker told twice to stop ends the task here, and
+                # the transaction is rolled back; the job must not stay "running".
+                job_fail(job=job, counts=heartbeat.counts, errors=[_stopped(exc)])
+                raise
+            heartbeat.counts.cases_stored = 0 if summary.dry_run else summary.responses
+            job_finish(job=job, counts=heartbeat.counts, result=summary.as_dict())
+    finally:
+        path.unlink(missing_ok=True)
+
+
+@task
+def export_run(*, code: str) -> None:
+    job = job_start(code=code)
+    if job is None:
+        return
+    options = job.options
+    target = package_path(code)
+    partial = target.with_suffix(".partial")
+    with Heartbeat(code) as heartbeat:
+        try:
+            package = audit_package(
+                slug=job.project.slug,
+                run_ids=options["runs"] or None,
+                compare=options["compare"] or None,
+                source=options["source"],
+            )
+            with partial.open("wb") as out:
+                for _ in export_stream(package, _Counted(out, heartbeat)):
+                    pass
+            os.replace(partial, target)
+            audit_record(package=package, user=job.requested_by)
+        except (LookupError, AuditExportError) as exc:
+            partial.unlink(missing_ok=True)
+            job_fail(job=job, counts=heartbeat.counts, errors=[f"Export refused: {exc}"])
+            return
+        except BaseException as exc:
+            partial.unlink(missing_ok=True)
+            job_fail(job=job, counts=heartbeat.counts, errors=[_stopped(exc)])
+            raise
+        job_finish(
+            job=job,
+            counts=heartbeat.counts,
+            result={"package_id": package.package_id, "runs": [r.run_id for r in package.runs]},
+            file_name=target.name,
+        )
+
+
+class _Counted:
+    """A package file that tells the heartbeat how many bytes reached it."""
+
+    def __init__(self, out: IO[bytes], heartbeat: Heartbeat):
+        self.out = out
+        self.heartbeat = heartbeat
+
+    def write(self, data: bytes) -> int:
+        self.heartbeat.wrote(len(data))
+        return self.out.write(data)
+
+    def flush(self) -> None:
+        self.out.flush()
+
+
+def _converted(stream: IO[bytes], options: dict) -> IO[bytes]:
+    """The uploaded file as a bundle: as it is, or converted from another format (its
+    problems are `ConversionInvalid`, a `BundleInvalid`, naming the file's own records)."""
+    fmt = options.get("source_format", BUNDLE)
+    if fmt == BUNDLE:
+        return stream
+    run_id = options.get("run_id") or default_run_id(options["source_name"], fmt)
+    return converted_file(fmt=fmt, source=stream, run_id=run_id, limits=limits_from_settings())
+
+
+def _stopped(exc: BaseException) -> str:
+    if isinstance(exc, SystemExit | KeyboardInterrupt):
+        return "The worker was stopped during this job; nothing was stored. Start it again."
+    return f"The job failed ({type(exc).__name__}: {exc}); nothing was stored."

@@ -1,0 +1,52 @@
+"""An upload of another format (Ragas, ALCE, jsonl-simple) is converted by its import job."""
+
+from __future__ import annotations
+
+from django.urls import reverse
+
+from jobs.models import Job
+from replay.models import Run
+from tests.conftest import FIXTURES, row_counts
+from tests.jobs.conftest import job_url, the_job, upload
+
+SAMPLES = FIXTURES.parent / "tests" / "ingest" / "samples"
+
+
+def test_the_upload_page_offers_the_formats_it_converts(
+    client, lead, django_assert_max_num_queries
+):
+    client.force_login(lead)
+    with django_assert_max_num_queries(6):
+        response = client.get(reverse("bundle_upload", args=["demo"]))
+    assert b'<option value="ragas">' in response.content
+    assert b'<option value="bundle" selected>' in response.content
+
+
+def test_a_ragas_export_is_converted_then_imported_by_its_job(client, lead):
+    client.force_login(lead)
+    data = (SAMPLES / "ragas-result.jsonl").read_bytes()
+    response = upload(client, "eval-nov.jsonl", data, source_format="ragas")
+    job = the_job()
+    assert response["Location"] == job_url(job)
+    assert (job.state, job.result["run_id"]) == (Job.State.DONE, "eval-nov")
+    assert Run.objects.get(run_id="eval-nov").responses.count() == 3
+
+
+def test_a_converted_upload_may_name_its_run(client, lead):
+    client.force_login(lead)
+    data = (SAMPLES / "alce-asqa.json").read_bytes()
+    upload(client, "x.json", data, source_format="alce", run_id="alce-asqa-1", htmx=True)
+    assert the_job().result["run_id"] == "alce-asqa-1"
+    assert Run.objects.filter(run_id="alce-asqa-1").exists()
+
+
+def test_a_refused_conversion_names_the_files_own_records_and_stores_nothing(client, lead):
+    client.force_login(lead)
+    before = row_counts()
+    data = b'{"query": "q", "answer": "a", "contexts": [{"text": ""}]}\n'
+    upload(client, "s.jsonl", data, source_format="jsonl-simple")
+    job = the_job()
+    assert job.state == Job.State.FAILED
+    assert job.errors == ["line 1: /contexts/0: a context needs a non-empty text"]
+    assert row_counts() == before
+    assert "line 1: /contexts/0" in client.get(job_url(job)).content.decode()
