@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from audit.package import Package
-from cards.metrics import Totals, iter_response_figures, to_json
+from cards.metrics import Totals, iter_response_figures, stored_run_figures, to_json
 from compare.comparison import compare_runs
 from evidence.canonical import canonical_json
 from replay.models import Run
@@ -14,17 +14,22 @@ from replay.models import Run
 def metrics_chunks(*, package: Package, run: Run) -> Iterator[bytes]:
     """metrics/RUN.json, streamed: the canonical JSON of `run_metrics`, built response by
     response (keys sorted: per_response, run, run_id, verdicts_from). The claims'
-    pre-check hints are kept for the cards, nothing else."""
+    pre-check hints are kept for the cards, nothing else. The default source's figures
+    are read from the stored rows (`stored_run_figures`), the others computed."""
     source = package.source
-    totals = Totals()
     hints = package.hints.setdefault(run.pk, {})
+    stored = stored_run_figures(run=run) if source.mode == "default" else None
+    totals = Totals()
+    responses = stored.per_response if stored else iter_response_figures(run=run, source=source)
     yield b'{"per_response":['
-    for i, figures in enumerate(iter_response_figures(run=run, source=source)):
-        totals.add(figures)
+    for i, figures in enumerate(responses):
+        if stored is None:
+            totals.add(figures)
         if figures["prechecks"]["claims"]:
             hints[figures["case_id"]] = figures["prechecks"]["claims"]
         yield (b"," if i else b"") + canonical_json(to_json(figures))
-    yield b'],"run":' + canonical_json(to_json(totals.result()))
+    result = stored.totals if stored else totals.result()
+    yield b'],"run":' + canonical_json(to_json(result))
     yield b',"run_id":' + canonical_json(run.run_id)
     yield b',"verdicts_from":' + canonical_json(source.label) + b"}\n"
 

@@ -16,7 +16,16 @@ measures, median of the runs:
   bare cursor, every row fetched and nothing done with it (the time the database and
   driver take alone);
 - the dashboard page (`/p/bench/runs/RUN/figures/`), rendered in-process through
-  Django's test client with a logged-in member, p50 of the runs.
+  Django's test client with a logged-in member, p50 of the runs;
+- the default source (issue 12): `streamed_run_metrics`, computed from the revisions
+  (the reference, and what `run_metrics` did before), against `stored_run_figures`
+  read from the stored rows (what `run_metrics` does now), for the totals with one
+  page of 50 responses and for every response, and the bare replay of the former's
+  queries (its floor). The bundle's judgements are imported ones, which the
+  default source does not count, so before measuring, the stored claim rows are given a
+  mix of labels (a quarter each, by claim id) with one UPDATE: the stored read then
+  does the work of a reviewed run (its facts joined for coverage); the streamed
+  reference reads every revision whatever their labels.
 """
 
 from __future__ import annotations
@@ -37,8 +46,10 @@ RUN_ID = "metrics-bench"
 
 
 def measure(n: int, runs: int) -> None:
+    from django.db import connection
+
     from cards.annotators import Annotator
-    from cards.metrics import Source, run_metrics
+    from cards.metrics import Source, run_metrics, stored_run_figures, streamed_run_metrics
     from replay.models import Run
 
     project = stored_project(runs={RUN_ID: n})
@@ -50,6 +61,20 @@ def measure(n: int, runs: int) -> None:
     # fetched and thrown away (an earlier baseline read five of its streams only).
     baseline = replayed(lambda: run_metrics(run=run, source=consensus))
 
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "UPDATE cards_claimtally SET support = CASE claim_id % 4 WHEN 0 THEN 'supported' "
+            "WHEN 1 THEN 'partial' WHEN 2 THEN 'unsupported' ELSE 'not_assessable' END"
+        )
+
+    def stored_page() -> None:
+        figures = stored_run_figures(run=run)
+        figures.per_response[:50]
+
+    def stored_all() -> None:
+        list(stored_run_figures(run=run).per_response)
+
+    stored_floor = replayed(stored_page)
     timers = interleaved(
         {
             "baseline": baseline,
@@ -57,6 +82,10 @@ def measure(n: int, runs: int) -> None:
             "annotator": lambda: run_metrics(
                 run=run, source=Source.of(Annotator("rater-1", imported=True))
             ),
+            "default": lambda: streamed_run_metrics(run=run, source=Source()),
+            "stored_floor": stored_floor,
+            "stored_page": stored_page,
+            "stored": stored_all,
         },
         runs,
         count_queries=True,
@@ -69,11 +98,23 @@ def measure(n: int, runs: int) -> None:
             raise RuntimeError(f"the dashboard answered {response.status_code}")
 
     timers["page"] = timed(page, runs)
+
+    def default_page() -> None:
+        response = client.get(f"/p/bench/runs/{run.run_id}/figures/")
+        if response.status_code != 200:
+            raise RuntimeError(f"the dashboard answered {response.status_code}")
+
+    timers["default_page"] = timed(default_page, runs)
     labels = {
         "baseline": "the same queries, rows fetched, no work (floor)",
         "consensus": "run_metrics, consensus",
         "annotator": "run_metrics, one annotator",
+        "default": "run_metrics, default source (streamed: the reference)",
+        "stored_floor": "stored figures, totals + 50: the same queries, no work (floor)",
+        "stored_page": "stored figures, default source: totals + 50 responses",
+        "stored": "stored figures, default source: totals + every response",
         "page": "dashboard page (in-process)",
+        "default_page": "dashboard page, default source (in-process)",
     }
     print(f"\nN = {n:,} responses × 5 claims × 2 annotators, {database_name()}, median of {runs}")
     print(versus_baseline(timers, labels, baseline="baseline"))

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import io
+from collections.abc import Sequence
 from dataclasses import dataclass
 
 from django.utils.translation import gettext_lazy as _
@@ -107,21 +108,40 @@ def retrieval_table(figures: RunFigures) -> list[dict]:
     return [{"k": k, "cells": [micro.get(f"{name}@{k}") for name in names]} for k in ks]
 
 
-def case_rows(figures: RunFigures) -> list[dict]:
-    return [
-        {
-            "case_id": r["case_id"],
-            "status": r["status"],
-            "claims": r["claims"],
-            "cells": [r["support"], r["coverage"], r["citation_presence"]],
-            "hit3": r.get("hit@3"),
-            "hints": sorted(r["prechecks"]["response"]),
-        }
-        for r in figures.per_response
-    ]
+class CaseRows(Sequence):
+    """The per-case table's rows, made when asked: a page of 50 of the stored figures reads
+    50 responses (`cards.metrics.StoredResponses`), not the run."""
+
+    def __init__(self, figures: RunFigures):
+        self.per_response = figures.per_response
+
+    def __len__(self) -> int:
+        return len(self.per_response)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return [_case_row(r) for r in self.per_response[index]]
+        return _case_row(self.per_response[index])
+
+
+def case_rows(figures: RunFigures) -> CaseRows:
+    return CaseRows(figures)
+
+
+def _case_row(r: dict) -> dict:
+    return {
+        "case_id": r["case_id"],
+        "status": r["status"],
+        "claims": r["claims"],
+        "cells": [r["support"], r["coverage"], r["citation_presence"]],
+        "hit3": r.get("hit@3"),
+        "hints": sorted(r["prechecks"]["response"]),
+    }
 
 
 def precheck_counts(figures: RunFigures) -> dict[str, int]:
+    if figures.hint_counts is not None:
+        return figures.hint_counts
     counts: dict[str, int] = {}
     for response in figures.per_response:
         for code in response["prechecks"]["response"]:

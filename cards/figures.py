@@ -130,7 +130,7 @@ def response_figures(
     out = claim_figures(reviewed=reviewed, expectation=expectation, claims=claims, source=source)
     facts = expectation["required_facts"]
     relevant = list(dict.fromkeys(expectation["relevant_refs"]))
-    out.update(_retrieval_figures(ranked, relevant, facts, doc_of))
+    out.update(retrieval_figures(ranked, relevant, facts, doc_of))
     return out
 
 
@@ -219,7 +219,7 @@ def _claim_figures(factual, current, facts, gaps, view_of) -> dict[str, Any]:
     }
 
 
-def _retrieval_figures(ranked, relevant, facts, doc_of) -> dict[str, Any]:
+def retrieval_figures(ranked, relevant, facts, doc_of) -> dict[str, Any]:
     """recall@k and hit@k from the first rank of each relevant ref, doc and fact (one pass)."""
     refs = [p.ref for p in ranked]
     first: dict[str, int] = {}
@@ -255,6 +255,30 @@ def _retrieval_figures(ranked, relevant, facts, doc_of) -> dict[str, Any]:
     else:
         out["context_precision"] = None
     return out
+
+
+def stored_retrieval(pairs: list) -> dict[str, Any]:
+    """A response's retrieval figures, as `cards.figures` computes them, from its row
+    (pairs in order: JSON objects lose their key order in PostgreSQL's jsonb)."""
+    return {
+        name: Proportion(*value) if isinstance(value, list) else value for name, value in pairs
+    }
+
+
+def retrieval_totals(totals: dict[str, Any]) -> dict[str, list]:
+    """The retrieval part of a run's totals (`Totals.result`), as stored, in order."""
+    return {
+        part: [
+            [name, as_stored(value)]
+            for name, value in totals[part].items()
+            if "@" in name or name == "context_precision"
+        ]
+        for part in ("undefined", "micro", "macro")
+    }
+
+
+def as_stored(value: Any) -> Any:
+    return [value.k, value.n] if isinstance(value, Proportion) else value
 
 
 def to_json(value: Any) -> Any:

@@ -12,26 +12,54 @@ passages when any, drift) for each further batch.
 
 from __future__ import annotations
 
+import contextlib
+import gc
 import itertools
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
-from django.db.models import Case, F, Q, Value, When
-from django.db.models.functions import Left, StrIndex
+from django.db import connection
+from django.db.models import Case, Count, F, Q, StringAgg, Sum, TextField, Value, When
+from django.db.models.functions import Cast, Left, StrIndex
 
 from cards.blind import sightings
-from cards.figures import ClaimState, Totals, Verdict, response_figures, to_json
-from cards.models import ClaimRevision, VerdictRevision
+from cards.figures import (
+    CLAIM_FIGURES,
+    ClaimState,
+    Totals,
+    Verdict,
+    response_figures,
+    stored_retrieval,
+    to_json,
+)
+from cards.models import (
+    ClaimKind,
+    ClaimRevision,
+    ClaimTally,
+    ResponseTally,
+    RunTally,
+    VerdictRevision,
+)
 from cards.prechecks import ClaimFacts, PassageFacts, ResponseFacts, prechecks
 from cards.progress import is_reviewed, latest_review_complete
-from cards.verdicts import Source
-from evidence.drift import drifted_refs_of
+from cards.stats import Proportion
+from cards.verdicts import LABELS, NO_CONSENSUS, Source
+from evidence.drift import drifted_from, drifted_refs_of
 from evidence.fields import as_text, decoded
-from evidence.models import Passage
+from evidence.models import Passage, Snapshot
 from replay.models import Citation, Response, Retrieval, Run
 
 CHUNK = 2000
+# What the figures read of a claim revision (`claim_state`) and of a verdict (`verdict_of`).
+STATE_COLUMNS = (
+    "claim__key", "kind", "text", as_text("citations"), as_text("facts"), as_text("gaps"),
+    "withdrawn",
+)  # fmt: skip
+VERDICT_COLUMNS = (
+    "annotator", "origin", "support", "association", as_text("citation_relevance"),
+    "diagnosis", "created_at",
+)  # fmt: skip
 # Responses whose passages are read together (iter_response_figures).
 BATCH = 1000
 
@@ -39,6 +67,36 @@ BATCH = 1000
 def _grouped(rows: Iterator[tuple], key_index: int = 0) -> Iterator[tuple[Any, list[tuple]]]:
     for key, group in itertools.groupby(rows, key=lambda row: row[key_index]):
         yield key, list(group)
+
+
+def claim_state(key, kind, text, cited, facts, gaps, withdrawn) -> ClaimState:
+    """A claim's newest revision, from the columns of STATE_COLUMNS."""
+    return ClaimState(
+        key, kind, text, decoded(cited), decoded(facts), decoded(gaps), bool(withdrawn)
+    )
+
+
+def verdict_of(annotator, origin, support, association, relevance, diagnosis, at) -> Verdict:
+    """A verdict, from the columns of VERDICT_COLUMNS."""
+    return Verdict(annotator, origin, support, association, decoded(relevance), diagnosis, at)
+
+
+def response_rows(responses, *first: str):
+    """Each response's `first` columns, then its text, abstention, last review mark and
+    expectation (required facts, relevant refs, known gaps: JSON text), in id order."""
+    return (
+        responses.annotate(review_complete=latest_review_complete())
+        .order_by("pk")
+        .values_list(
+            *first,
+            "text",
+            "abstained",
+            "review_complete",
+            as_text("expectation__required_facts"),
+            as_text("expectation__relevant_refs"),
+            as_text("expectation__known_gaps"),
+        )  # fmt: skip
+    )
 
 
 class Lockstep:
@@ -62,8 +120,10 @@ class Lockstep:
 class RunFigures:
     run_id: str
     source: Source
-    per_response: list[dict[str, Any]]
+    per_response: Sequence[dict[str, Any]]
     totals: dict[str, Any]
+    # `cards.dashboard.precheck_counts`, when summed from the stored rows already.
+    hint_counts: dict[str, int] | None = None
 
     def as_json(self) -> dict[str, Any]:
         return {
@@ -79,37 +139,55 @@ def run_metrics(
     run: Run,
     source: Source = Source(),  # noqa: B008
 ) -> RunFigures:
-    """Every figure of metrics.md for every response of the run, and the run totals."""
+    """Every figure of metrics.md for every response of the run, and the run totals.
+
+    The default source's are read from the stored rows (`stored_run_figures`); another
+    source's (an annotator, consensus) are computed from the revisions.
+    """
+    if source.mode == "default":
+        return stored_run_figures(run=run)
+    return streamed_run_metrics(run=run, source=source)
+
+
+def streamed_run_metrics(*, run: Run, source: Source) -> RunFigures:
+    """`run_metrics` computed from the revisions in one streaming pass, whatever the source:
+    the reference the stored figures are tested against."""
     per_response, totals = [], Totals()
-    for figures in iter_response_figures(run=run, source=source):
-        per_response.append(figures)
-        totals.add(figures)
+    with gc_paused():
+        for figures in iter_response_figures(run=run, source=source):
+            per_response.append(figures)
+            totals.add(figures)
     return RunFigures(run.run_id, source, per_response, totals.result())
 
 
-def iter_response_figures(*, run: Run, source: Source) -> Iterator[dict[str, Any]]:
+@contextlib.contextmanager
+def gc_paused() -> Iterator[None]:
+    """No cyclic garbage collection during a pass that makes many objects and no cycles
+    (issue 12): the 10,000 responses of a run made the collector walk every object the
+    pass had kept so far, again and again. It runs again, as before, afterwards."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def iter_response_figures(
+    *, run: Run, source: Source, claims: bool = True, drift: bool = True
+) -> Iterator[dict[str, Any]]:
     """Each response's figures, one at a time.
 
     The responses are read in batches of BATCH, with the passages they need (what they
     retrieved or marked, what their claims cite, and which of those drifted): memory does
-    not grow with the run, for a few queries per batch.
+    not grow with the run, for a few queries per batch. Without `claims` no claim is read
+    (the claim figures are those of a response without claims), without `drift` no ref
+    drifted: what an import stores needs neither (cards.services.tallies).
     """
-    responses = (
-        Response.objects.filter(run=run)
-        .annotate(review_complete=latest_review_complete())
-        .order_by("pk")
-        .values_list(
-            "pk",
-            "case__case_id",
-            "text",
-            "abstained",
-            "review_complete",
-            as_text("expectation__required_facts"),
-            as_text("expectation__relevant_refs"),
-            as_text("expectation__known_gaps"),
-        )  # fmt: skip
-    )
-    doc_of = _doc_exceptions(run)
+    no_rows = Lockstep(iter(()))
+    responses = response_rows(Response.objects.filter(run=run), "pk", "case__case_id")
+    doc_of = doc_exceptions(run)
     retrievals = Lockstep(
         Retrieval.objects.filter(response__run=run)
         .order_by("response_id", "rank")
@@ -122,85 +200,35 @@ def iter_response_figures(*, run: Run, source: Source) -> Iterator[dict[str, Any
         .values_list("response_id", "passage_id", "start", "end")
         .iterator(chunk_size=CHUNK)
     )
-    revisions = Lockstep(
-        ClaimRevision.objects.filter(claim__response__run=run)
-        .order_by("claim__response_id", "claim__position", "claim_id", "-seq")
-        .values_list(
-            "claim__response_id",
-            "claim_id",
-            "claim__key",
-            "kind",
-            "text",
-            as_text("citations"),
-            as_text("facts"),
-            as_text("gaps"),
-            "withdrawn",
-        )  # fmt: skip
-        .iterator(chunk_size=CHUNK)
-    )
-    verdicts = Lockstep(
-        VerdictRevision.objects.filter(claim__response__run=run)
-        .order_by("claim__response_id", "claim_id", "-seq")
-        .values_list(
-            "claim__response_id",
-            "claim_id",
-            "annotator",
-            "origin",
-            "support",
-            "association",
-            as_text("citation_relevance"),
-            "diagnosis",
-            "created_at",
-        )  # fmt: skip
-        .iterator(chunk_size=CHUNK)
-    )
+    revisions = no_rows
+    verdicts = no_rows
+    if claims:
+        revisions = Lockstep(
+            ClaimRevision.objects.filter(claim__response__run=run)
+            .order_by("claim__response_id", "claim__position", "claim_id", "-seq")
+            .values_list("claim__response_id", "claim_id", *STATE_COLUMNS)
+            .iterator(chunk_size=CHUNK)
+        )
+        verdicts = Lockstep(
+            VerdictRevision.objects.filter(claim__response__run=run)
+            .order_by("claim__response_id", "claim_id", "-seq")
+            .values_list("claim__response_id", "claim_id", *VERDICT_COLUMNS)
+            .iterator(chunk_size=CHUNK)
+        )
     clock = sightings(run=run)
     for batch in itertools.batched(responses.iterator(chunk_size=CHUNK), BATCH):
         read = []
         for response in batch:
             pk = response[0]
-            claims: dict[int, ClaimState] = {}
-            for (
-                _,
-                claim_id,
-                key,
-                kind,
-                claim_text,
-                cited,
-                fact_ids,
-                gap_ids,
-                withdrawn,
-            ) in revisions.take(pk):
-                if claim_id not in claims:  # newest revision first
-                    claims[claim_id] = ClaimState(
-                        key, kind, claim_text, decoded(cited), decoded(fact_ids),
-                        decoded(gap_ids), withdrawn,
-                    )  # fmt: skip
-            for (
-                _,
-                claim_id,
-                annotator,
-                origin,
-                support,
-                association,
-                relevance,
-                diagnosis,
-                created_at,
-            ) in verdicts.take(pk):
-                if claim_id in claims:
-                    claims[claim_id].verdicts.append(
-                        Verdict(
-                            annotator,
-                            origin,
-                            support,
-                            association,
-                            decoded(relevance),
-                            diagnosis,
-                            created_at,
-                        )
-                    )
+            states: dict[int, ClaimState] = {}
+            for _, claim_id, *columns in revisions.take(pk):
+                if claim_id not in states:  # newest revision first
+                    states[claim_id] = claim_state(*columns)
+            for _, claim_id, *columns in verdicts.take(pk):
+                if claim_id in states:
+                    states[claim_id].verdicts.append(verdict_of(*columns))
             ranked_ids = [pid for _, pid in retrievals.take(pk)]
-            read.append((response, list(claims.values()), ranked_ids, citations.take(pk)))
+            read.append((response, list(states.values()), ranked_ids, citations.take(pk)))
         passages = _batch_passages(run, read)
         # Refs are unique within the run's snapshot, so one map serves the batch's checks.
         facts_by_ref = {facts.ref: facts for facts in passages.values()}
@@ -210,6 +238,8 @@ def iter_response_figures(*, run: Run, source: Source) -> Iterator[dict[str, Any
                 project_id=run.project_id,
                 refs={passages[pid].ref for *_, rows in read for _, pid, _, _ in rows},
             )
+            if drift
+            else ()
         )
         for (
             (pk, case_id, text, abstained, complete, facts, relevant, gaps),
@@ -283,7 +313,7 @@ def _passages(queryset) -> dict[int, PassageFacts]:
     }
 
 
-def _doc_exceptions(run: Run) -> dict[str, str]:
+def doc_exceptions(run: Run) -> dict[str, str]:
     """The document of each ref the figures read, where it is not the ref's own prefix
     (`doc@version#chunk`): never for an imported passage (bundle.schema.json: a ref is
     doc_id@version#chunk_id, and a part holds no `@`), so usually empty. One query; a
@@ -325,3 +355,299 @@ def _doc_exceptions(run: Run) -> dict[str, str]:
         ):
             claim_refs.update(decoded(cited))
     return {ref: doc for pk, ref, doc in rows if pk in named or ref in claim_refs}
+
+
+# What a response's claim figures need of its stored claim rows (`ClaimTally`), summed in
+# the database: counts over its current factual claims, and the facts that its supported
+# ones report and the gaps its honest abstentions declare, as JSON arrays joined by ",".
+_FACTUAL = Q(current=True, kind=ClaimKind.FACTUAL)
+_CLAIM_SUMS = {
+    "n": Count("pk", filter=_FACTUAL),
+    **{label: Count("pk", filter=_FACTUAL & Q(support=label)) for label in LABELS},
+    "unreviewed": Count("pk", filter=_FACTUAL & Q(support="")),
+    # Not named after a column: a later filter on `attached` would read this sum.
+    "with_citation": Count("pk", filter=_FACTUAL & Q(attached=True)),
+    "supported_attached": Count("pk", filter=_FACTUAL & Q(attached=True, support="supported")),
+    "judged": Sum("judged_citations", filter=_FACTUAL),
+    "useful": Sum("useful_citations", filter=_FACTUAL),
+    "invented": Count(
+        "pk",
+        filter=_FACTUAL & (~Q(gaps=[]) | Q(support="unsupported", diagnosis="not_in_collection")),
+    ),
+    "covered": StringAgg(
+        Cast("facts", TextField()), Value(","), filter=_FACTUAL & Q(support="supported")
+    ),
+    # metrics.md: a gap is honestly missed by an abstention claim not judged unsupported.
+    "honest": StringAgg(
+        Cast("gaps", TextField()),
+        Value(","),
+        filter=Q(current=True, kind=ClaimKind.ABSTENTION) & ~Q(support="unsupported"),
+    ),
+}
+
+
+class ClaimSums(NamedTuple):
+    """One response's row of `_CLAIM_SUMS` (a response without claims has none)."""
+
+    n: int = 0
+    supported: int = 0
+    partial: int = 0
+    unsupported: int = 0
+    not_assessable: int = 0
+    unreviewed: int = 0
+    with_citation: int = 0
+    supported_attached: int = 0
+    judged: int | None = None
+    useful: int | None = None
+    invented: int = 0
+    covered: str | None = None
+    honest: str | None = None
+
+
+NO_CLAIMS = ClaimSums()
+# (reviewed, required fact ids, known gap ids, claim sums) of a response.
+StoredClaims = tuple[bool, list[str], list[str], ClaimSums]
+
+
+def stored_run_figures(*, run: Run) -> RunFigures:
+    """The default source's figures of a run, read from the stored rows.
+
+    The run totals and the pre-check counts are sums over every response's stored rows;
+    `per_response` reads each response's retrieval figures and pre-checks only when asked
+    (a page of 50 reads 50). Equal, figure by figure, to what `run_metrics` computes from
+    the revisions: the reference test holds the two together.
+    """
+    sums = {
+        pk: ClaimSums._make(row)
+        for pk, *row in _plain_rows(
+            ClaimTally.objects.filter(run=run)
+            .values("response_id")
+            .order_by()
+            .annotate(**_CLAIM_SUMS)
+            .values_list("response_id", *ClaimSums._fields)
+        )
+    }
+    claims: dict[int, StoredClaims] = {
+        pk: (bool(reviewed), decoded(fact_ids), decoded(gap_ids), sums.get(pk, NO_CLAIMS))
+        for pk, reviewed, fact_ids, gap_ids in _plain_rows(
+            ResponseTally.objects.filter(run=run)
+            .order_by("response")
+            .values_list("response_id", "reviewed", as_text("fact_ids"), as_text("gap_ids"))
+        )
+    }
+    result = _claim_totals(claims.values()).result()
+    stored = RunTally.objects.filter(run=run).values_list("retrieval", flat=True).first() or {}
+    for part in ("undefined", "micro", "macro"):
+        result[part].pop("context_precision", None)
+        result[part].update((name, _restored(part, value)) for name, value in stored.get(part, ()))
+    drifted = _drifted(run)
+    per_response = StoredResponses(claims, drifted)
+    return RunFigures(run.run_id, Source(), per_response, result, _hint_counts(run, drifted))
+
+
+def _restored(part: str, value: Any) -> Any:
+    """A stored retrieval total as `Totals.result` gives it: a macro mean's keys in their
+    order (PostgreSQL's jsonb keeps its keys sorted, not as written)."""
+    if part == "micro":
+        return Proportion(*value)
+    if part == "macro" and value is not None:
+        return {"value": value["value"], "cases": value["cases"]}
+    return value
+
+
+def _plain_rows(queryset) -> list[tuple]:
+    """The rows of a query of plain columns (numbers, text), as the driver gives them: for
+    10,000 rows, Django's per-row converters cost more than reading them."""
+    sql, params = queryset.query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()
+
+
+def _claim_pairs(fact_ids: list[str], gap_ids: list[str], s: ClaimSums) -> list[tuple]:
+    """(k, n) of each of CLAIM_FIGURES, in order, for a reviewed response."""
+    n, supported = s.n, s.supported
+    covered = {f for facts in _joined(s.covered) for f in facts}
+    honest = {g for gaps in _joined(s.honest) for g in gaps}
+    return [
+        (s.with_citation, n),
+        (supported, n),
+        (supported + s.partial, n),
+        (supported, max(n - s.not_assessable - s.unreviewed, 0)),
+        (sum(1 for f in fact_ids if f in covered), len(fact_ids)),
+        (s.supported_attached, n),
+        (s.useful or 0, s.judged or 0),
+        (sum(1 for g in gap_ids if g in honest), len(gap_ids)),
+    ]
+
+
+def _claim_totals(responses: Iterable[StoredClaims]) -> Totals:
+    """`Totals` fed every response's claim figures, as plain numbers: what `Totals.add`
+    does with each response's dict, in the same order (so the macro means add alike), with
+    no dict or Proportion made per response."""
+    totals = Totals()
+    sums = {name: [0, 0, 0, 0.0, 0] for name in CLAIM_FIGURES}
+    accs = [sums[name] for name in CLAIM_FIGURES]
+    verdicts = totals.verdicts
+    for reviewed, fact_ids, gap_ids, s in responses:
+        totals.responses += 1
+        if not reviewed:
+            continue
+        totals.reviewed += 1
+        totals.abstentions += not s.n
+        totals.claims += s.n
+        for label in LABELS:
+            verdicts[label] += getattr(s, label)
+        verdicts["unreviewed"] += s.unreviewed
+        totals.invented += s.invented
+        pairs = _claim_pairs(fact_ids, gap_ids, s)
+        totals.honest_cases += bool(pairs[-1][0])
+        for acc, (k, n) in zip(accs, pairs, strict=True):
+            acc[4] += 1
+            if n:
+                acc[0] += k
+                acc[1] += n
+                acc[2] += 1
+                acc[3] += k / n
+    totals.sums.update(sums)
+    return totals
+
+
+def _drifted(run: Run) -> frozenset[str]:
+    """The refs cited by the run's answers whose text differs in another snapshot of its
+    project: asked when the figures are read, as another snapshot may arrive at any time.
+    None without another snapshot (one cheap query; the drift query read every passage)."""
+    others = Snapshot.objects.filter(project_id=run.project_id).exclude(pk=run.snapshot_id)
+    if not others.exists():
+        return frozenset()
+    cited = Citation.objects.filter(response__run=run).values("passage__ref")
+    return frozenset(
+        drifted_from(project_id=run.project_id, snapshot_id=run.snapshot_id)
+        .filter(ref__in=cited)
+        .values_list("ref", flat=True)
+    )
+
+
+# The pre-check codes of a response (cards.prechecks), but drift.
+RESPONSE_HINTS = (
+    "number_not_in_evidence", "relevant_not_retrieved", "cites_superseded_version",
+    "citation_not_retrieved",
+)  # fmt: skip
+
+
+def _hint_counts(run: Run, drifted: frozenset[str]) -> dict[str, int]:
+    """`cards.dashboard.precheck_counts` of the run, summed over its stored rows: responses
+    with each response code (one query), current claims with each claim code (one query,
+    grouped by their lists of codes), and responses citing a drifted ref (their cited refs
+    read only when a ref drifted)."""
+    counts: dict[str, int] = (
+        ResponseTally.objects.filter(run=run)
+        .annotate(codes=Cast("hints", TextField()))
+        .aggregate(
+            **{code: Count("pk", filter=Q(codes__contains=f'"{code}"')) for code in RESPONSE_HINTS}
+        )
+    )
+    if drifted:
+        counts["passage_drift"] = sum(
+            1
+            for refs in ResponseTally.objects.filter(run=run).values_list(
+                as_text("cited_refs"), flat=True
+            )
+            if not drifted.isdisjoint(decoded(refs))
+        )
+    for codes, claims in (
+        ClaimTally.objects.filter(run=run, current=True)
+        .exclude(hints=[])
+        .values("hints")
+        .order_by()
+        .annotate(claims=Count("pk"))
+        .values_list(as_text("hints"), "claims")
+    ):
+        for code in decoded(codes):
+            name = f"{code} (claims)"
+            counts[name] = counts.get(name, 0) + claims
+    return dict(sorted((code, count) for code, count in counts.items() if count))
+
+
+class StoredResponses(Sequence):
+    """A run's per-response figures as `run_metrics` lists them, read from the stored rows
+    when asked: a slice reads the rows of its responses only (two queries)."""
+
+    def __init__(self, claims: dict[int, StoredClaims], drifted: frozenset[str]):
+        self.claims = claims
+        self.pks = list(claims)
+        self.drifted = drifted
+
+    def __len__(self) -> int:
+        return len(self.pks)
+
+    def __getitem__(self, index):
+        if isinstance(index, slice):
+            return self._read(self.pks[index])
+        return self._read([self.pks[index]])[0]
+
+    def __iter__(self) -> Iterator[dict[str, Any]]:
+        for batch in itertools.batched(self.pks, CHUNK):
+            yield from self._read(batch)
+
+    def _read(self, pks: Sequence[int]) -> list[dict[str, Any]]:
+        claim_hints: dict[int, dict[str, list[str]]] = {pk: {} for pk in pks}
+        for pk, key, hints in (
+            ClaimTally.objects.filter(response_id__in=pks, current=True)
+            .exclude(hints=[])
+            .order_by("response_id", "claim__position", "claim_id")
+            .values_list("response_id", "claim__key", "hints")
+        ):
+            claim_hints[pk][key] = hints
+        rows = {
+            pk: row
+            for pk, *row in ResponseTally.objects.filter(response_id__in=pks).values_list(
+                "response_id", "response__case__case_id", "retrieval", "hints", "cited_refs"
+            )
+        }
+        out = []
+        for pk in pks:
+            case_id, retrieval, hints, cited = rows[pk]
+            response = dict(hints)
+            if drifted := [ref for ref in cited if ref in self.drifted]:
+                response["passage_drift"] = drifted
+            out.append(
+                {
+                    "case_id": case_id,
+                    **stored_claim_figures(*self.claims[pk]),
+                    **stored_retrieval(retrieval),
+                    "prechecks": {"response": response, "claims": claim_hints[pk]},
+                }
+            )
+        return out
+
+
+def stored_claim_figures(
+    reviewed: bool, fact_ids: list[str], gap_ids: list[str], s: ClaimSums
+) -> dict[str, Any]:
+    """A response's claim figures (`cards.figures.claim_figures`, default source) from the
+    sums of its stored claim rows."""
+    if not reviewed:
+        return {
+            "status": "unreviewed",
+            "claims": s.n,
+            "verdicts": None,
+            **dict.fromkeys(CLAIM_FIGURES),
+            "invented_over_gap": None,
+        }
+    verdicts = {label: getattr(s, label) for label in LABELS}
+    verdicts["unreviewed"] = s.unreviewed
+    verdicts[NO_CONSENSUS] = 0
+    pairs = _claim_pairs(fact_ids, gap_ids, s)
+    return {
+        "status": "reviewed" if s.n else "abstention",
+        "claims": s.n,
+        "verdicts": verdicts,
+        **{name: Proportion(k, n) for name, (k, n) in zip(CLAIM_FIGURES, pairs, strict=True)},
+        "invented_over_gap": s.invented,
+    }
+
+
+def _joined(arrays: str | None) -> list[list[str]]:
+    """JSON arrays joined by "," (StringAgg), as a list of lists (decoded once per text)."""
+    return decoded(f"[{arrays}]") if arrays else []

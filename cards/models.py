@@ -294,3 +294,82 @@ class Unblinding(models.Model):
 
     def __str__(self) -> str:
         return f"unblinded {self.response or self.run}"
+
+
+class ClaimTally(models.Model):
+    """What the default-source figures read of one claim, kept current by every write.
+
+    Derived, not append-only: each claim and verdict write rewrites its claim's row under
+    the claim lock it already holds, in its transaction (cards.services.tallies), so saves
+    on different claims of one response never wait for each other. A response's figures
+    are a GROUP BY over these rows (cards.metrics.stored_run_figures); a test recomputes
+    every row from the revisions and compares (tests/cards/test_tallies.py).
+    """
+
+    claim = models.OneToOneField(Claim, models.CASCADE, primary_key=True, related_name="tally")
+    run = models.ForeignKey(Run, models.CASCADE, related_name="+")
+    response = models.ForeignKey(Response, models.CASCADE, related_name="+")
+    current = models.BooleanField(help_text="The newest revision is not withdrawn.")
+    kind = models.CharField(max_length=12, choices=ClaimKind.choices)
+    # The default source's label (adjudicated, else newest review); "" while unreviewed.
+    support = models.CharField(max_length=16, blank=True)
+    # The chosen verdict's association, else the claim's default one (cards.rules).
+    attached = models.BooleanField()
+    diagnosis = models.CharField(max_length=40, blank=True)
+    # Relevance labels of the chosen verdict on the claim's own citations: how many, and
+    # how many `necessary` or `redundant` (citation precision).
+    judged_citations = models.PositiveIntegerField(default=0)
+    useful_citations = models.PositiveIntegerField(default=0)
+    facts = models.JSONField(default=list)  # fact_ids of the newest revision
+    gaps = models.JSONField(default=list)  # gap_ids of the newest revision
+    # The claim's pre-check codes (cards.prechecks.claim_prechecks): they read its newest
+    # revision and evidence that never changes after import.
+    hints = models.JSONField(default=list)
+
+    class Meta:
+        indexes = [
+            # A run's figures: its claim rows, grouped by response.
+            models.Index(fields=["run", "response"], name="cards_claimtally_run_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"tally of claim {self.claim_id}"
+
+
+class ResponseTally(models.Model):
+    """What a response's figures need besides its claims: stored at import, `reviewed`
+    kept current by every review mark. Retrieval never changes after import."""
+
+    response = models.OneToOneField(
+        Response, models.CASCADE, primary_key=True, related_name="tally"
+    )
+    run = models.ForeignKey(Run, models.CASCADE, related_name="+")
+    reviewed = models.BooleanField()
+    fact_ids = models.JSONField(default=list)  # required facts of the expectation
+    gap_ids = models.JSONField(default=list)  # known gaps of the expectation
+    # The response's retrieval figures, [[name, value], …] in order (jsonb loses key order).
+    retrieval = models.JSONField(default=list)
+    # Its response pre-checks but drift, [[code, details], …] in order, and the refs its
+    # markers cite, in order: whether they drifted is asked when the figures are read, as
+    # another snapshot of the project may arrive at any time.
+    hints = models.JSONField(default=list)
+    cited_refs = models.JSONField(default=list)
+
+    class Meta:
+        indexes = [
+            # A run's figures, in response order.
+            models.Index(fields=["run", "response"], name="cards_responsetally_run_idx"),
+        ]
+
+    def __str__(self) -> str:
+        return f"tally of response {self.response_id}"
+
+
+class RunTally(models.Model):
+    """A run's retrieval totals, summed once at import (they never change after)."""
+
+    run = models.OneToOneField(Run, models.CASCADE, primary_key=True, related_name="tally")
+    retrieval = models.JSONField(default=dict)
+
+    def __str__(self) -> str:
+        return f"tally of run {self.run_id}"

@@ -19,6 +19,7 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import DatabaseError, IntegrityError, transaction
 from django.utils import timezone
 
+from cards.services.tallies import run_tallies_store
 from evidence.models import Project, Snapshot
 from ingest.bulk import RowWriter
 from ingest.bundle import (
@@ -34,6 +35,7 @@ from ingest.rules import Problems, Rules, StopReading
 from ingest.schema import schema_problems
 from ingest.seen import Seen
 from ingest.writer import BatchWriter
+from replay.models import Run
 
 FLUSH_EVERY_RESPONSES = 1000
 FLUSH_EVERY_PASSAGES = 10000
@@ -150,6 +152,10 @@ def bundle_import(
                 transaction.set_rollback(True)  # and with it the temporary tables
             else:
                 importer.seen.drop()
+                # The stored figures (cards.services.tallies), in the import's transaction.
+                run_tallies_store(
+                    run=Run.objects.get(pk=importer.batches.run_pk), write=importer.rows.write
+                )
                 importer.rows.analyze_after_commit()
     except IntegrityError as exc:
         # Every rule is checked before writing; what reaches here is a race with

@@ -5,5 +5,6 @@
 - `claims`: a claim split out of an answer, rewritten, relinked or withdrawn;
 - `verdicts`: a verdict or a lead's adjudication;
 - `reviews`: a decomposition marked complete, a reviewer's submit, a lead's unblinding;
-- `assignments`: who reviews which case, by hand or dealt.
+- `assignments`: who reviews which case, by hand or dealt;
+- `tallies`: the stored figures, which each of them keeps current in its transaction.
 """

@@ -26,6 +26,7 @@ from cards.services.guards import (
     lock_claim,
     require_member,
 )
+from cards.services.tallies import claims_refresh
 from replay.models import Response
 
 
@@ -133,6 +134,7 @@ def claim_create(
         claim=claim, head=ChainHead(0, None), author=author, text=text, kind=kind, spans=spans,
         citations=citations, facts=facts, gaps=gaps, withdrawn=False, reason="",
     )  # fmt: skip
+    claims_refresh(run=response.run, claim_pks=[claim.pk])
     return claim
 
 
@@ -170,11 +172,14 @@ def claim_revise(
     new_gaps = list(dict.fromkeys(gaps)) if gaps is not None else current.gaps
     new_citations = list(dict.fromkeys(citations)) if citations is not None else current.citations
     _check_links(response, facts=new_facts, gaps=new_gaps, citations=new_citations)
-    return _append_claim_revision(
+    revision = _append_claim_revision(
         claim=claim, head=head, author=author, text=new_text, kind=new_kind, spans=new_spans,
         citations=new_citations, facts=new_facts, gaps=new_gaps,
         withdrawn=current.withdrawn if withdrawn is None else withdrawn, reason=reason,
     )  # fmt: skip
+    # Under the claim's lock: a verdict saved meanwhile waits, then updates this row.
+    claims_refresh(run=response.run, claim_pks=[claim.pk])
+    return revision
 
 
 def claim_cite_sentence(

@@ -14,6 +14,7 @@ from cards.blind import hidden_from, sightings
 from cards.models import Claim, ClaimRevision, Origin, ResponseReview, Unblinding, VerdictRevision
 from cards.queue import claims_without_verdict
 from cards.services.guards import require_member
+from cards.services.tallies import lock_response_tally, response_reviewed
 from evidence.models import Project
 from replay.models import Response, Run
 
@@ -60,12 +61,15 @@ def response_mark_complete(
                     % {"keys": ", ".join(unjudged)}
                 }
             )
-    return ResponseReview.objects.create(
+    lock_response_tally(response=response)
+    review = ResponseReview.objects.create(
         response=response, complete=complete, author=author,
         annotator=author.get_username(), origin=Origin.REVIEW,
         # The same clock as the verdicts' created_at, which cards.blind compares it with.
         created_at=timezone.now(),
     )  # fmt: skip
+    response_reviewed(response=response, complete=complete)
+    return review
 
 
 def _claims_without_verdict_of(*, response: Response, author: AbstractBaseUser) -> list[str]:

@@ -23,6 +23,7 @@ from cards.models import (
 )
 from cards.rules import association_problem, default_association
 from cards.services.guards import BLANK, ChainHead, StaleCard, lock_claim_row, refuse_non_member
+from cards.services.tallies import verdict_chosen, verdict_fields
 from evidence.models import Membership
 from evidence.rows import insert, prepared_cursor
 
@@ -41,7 +42,9 @@ def verdict_save(
     or the author saved another verdict on it elsewhere; an adjudication is
     also refused when any verdict arrived since the lead looked.
 
-    Three statements: the lock, one read of everything the rules need, the INSERT.
+    Four statements: the lock, one read of everything the rules need, the INSERT, and the
+    UPDATE of the claim's stored figures (`cards.services.tallies`) when the default
+    source counts this verdict.
     """
     origin = Origin.ADJUDICATION if adjudication else Origin.REVIEW
     lock_claim_row(claim.pk)
@@ -115,7 +118,18 @@ def verdict_save(
         supersedes_id=state["mine_id"], supersedes_seq=state["mine_seq"],
         created_at=timezone.now(), prev_sha256=head.sha256,
     )  # fmt: skip
-    return insert(VerdictRevision(claim=claim, **sealed.row))
+    saved = insert(VerdictRevision(claim=claim, **sealed.row))
+    # The default source counts the newest adjudication, else the newest review: a review
+    # saved after an adjudication changes no figure.
+    if adjudication or not state["adjudicated"]:
+        verdict_chosen(
+            claim_pk=claim.pk,
+            fields=verdict_fields(
+                support=support, association=association, diagnosis=diagnosis,
+                relevance=relevance, citations=citations,
+            ),
+        )  # fmt: skip
+    return saved
 
 
 # What a verdict needs to know about a locked claim, in one statement: the newest claim
@@ -139,7 +153,9 @@ SELECT cr.seq, cr.sha256, cr.citations, cr.withdrawn, cr.annotator,
          WHERE v.claim_id = cr.claim_id AND v.author_id = %(author)s AND v.origin = %(origin)s
          ORDER BY v.seq DESC LIMIT 1),
        (SELECT m.role FROM evidence_membership m
-         WHERE m.project_id = r.project_id AND m.user_id = %(author)s)
+         WHERE m.project_id = r.project_id AND m.user_id = %(author)s),
+       EXISTS (SELECT 1 FROM cards_verdictrevision v
+         WHERE v.claim_id = cr.claim_id AND v.origin = 'adjudication')
   FROM cards_claimrevision cr
   JOIN cards_claim c ON c.id = cr.claim_id
   JOIN replay_response rs ON rs.id = c.response_id
@@ -152,7 +168,7 @@ SELECT cr.seq, cr.sha256, cr.citations, cr.withdrawn, cr.annotator,
 """
 STATE_NAMES = (
     "seq", "sha256", "citations", "withdrawn", "annotator", "key", "project", "run_id",
-    "case_id", "verdict_seq", "verdict_sha256", "mine_id", "mine_seq", "role",
+    "case_id", "verdict_seq", "verdict_sha256", "mine_id", "mine_seq", "role", "adjudicated",
 )  # fmt: skip
 
 
@@ -168,4 +184,5 @@ def _chain_state(*, claim_pk: int, author: AbstractBaseUser, origin: str) -> dic
     if isinstance(state["citations"], str):
         state["citations"] = json.loads(state["citations"])
     state["withdrawn"] = bool(state["withdrawn"])  # SQLite stores 0 and 1
+    state["adjudicated"] = bool(state["adjudicated"])
     return state

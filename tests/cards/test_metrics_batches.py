@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import gc
+
 import pytest
 
 import cards.metrics
-from cards.metrics import Source, _doc_exceptions, run_metrics
+from cards.metrics import Source, doc_exceptions, run_metrics
 from evidence.canonical import text_sha256
 from evidence.models import Passage
 from replay.models import Retrieval, Run
@@ -61,7 +63,7 @@ def odd_passage(run: Run, ref: str, doc_id: str) -> Passage:
 
 
 def test_imported_passages_are_their_refs_documents(demo_runs):
-    assert all(_doc_exceptions(run) == {} for run in Run.objects.all())
+    assert all(doc_exceptions(run) == {} for run in Run.objects.all())
 
 
 def test_a_retrieved_passage_whose_document_is_not_its_refs_prefix_names_its_document(project):
@@ -72,4 +74,21 @@ def test_a_retrieved_passage_whose_document_is_not_its_refs_prefix_names_its_doc
     Retrieval.objects.create(
         response=run.responses.order_by("position").first(), rank=3, passage=retrieved
     )
-    assert _doc_exceptions(run) == {"odd@1#1": "ODD"}
+    assert doc_exceptions(run) == {"odd@1#1": "ODD"}
+
+
+def test_the_collector_is_paused_during_a_computed_pass_and_runs_again_after(project, monkeypatch):
+    import_bytes(bundle_bytes(*synthetic_bundle(run_id="paused", cases=2)))
+    seen = []
+    streamed = cards.metrics.iter_response_figures
+
+    def spied(**kwargs):
+        for figures in streamed(**kwargs):
+            seen.append(gc.isenabled())
+            yield figures
+
+    monkeypatch.setattr(cards.metrics, "iter_response_figures", spied)
+    assert gc.isenabled()
+    run_metrics(run=Run.objects.get(run_id="paused"), source=Source("consensus"))
+    assert seen == [False, False]
+    assert gc.isenabled()

@@ -945,7 +945,7 @@ def test_a_verdict_save_query_count_does_not_grow_with_claims(
     count_both(
         client,
         django_assert_max_num_queries,
-        11,
+        12,  # 1: the UPDATE of the claim's stored figures
         lambda run_id: client.post(
             verdict_url(run_id, "case-0", "c1"),
             {**forms[run_id], "support": "supported", "reason": "Passage 0 says 10."},
@@ -978,7 +978,7 @@ def test_adding_a_claim_query_count_does_not_grow_with_claims(
     count_both(
         client,
         django_assert_max_num_queries,
-        27,
+        32,  # 5: the claim's stored figures (revisions, verdicts, evidence, upsert)
         lambda run_id: client.post(
             _case_url(run_id, "case-0", "claim_add"),
             {"text": "The limit is 10 units.", "spans": "0-21", "kind": "factual"},
@@ -994,7 +994,7 @@ def test_revising_a_claim_query_count_does_not_grow_with_claims(
     count_both(
         client,
         django_assert_max_num_queries,
-        27,
+        32,  # 5: the claim's stored figures
         lambda run_id: client.post(
             _case_url(run_id, "case-0", "claim_change", "c1"),
             {
@@ -1016,7 +1016,7 @@ def test_completing_query_count_does_not_grow_with_claims(
     count_both(
         client,
         django_assert_max_num_queries,
-        20,
+        22,  # the response's stored `reviewed`: its lock (PostgreSQL) and UPDATE
         lambda run_id: client.post(
             _case_url(run_id, "case-0", "review_complete"), {"complete": "0"}, **HTMX
         ),
@@ -1147,7 +1147,7 @@ def test_attaching_query_count_does_not_grow_with_claims(
     count_both(
         client,
         django_assert_max_num_queries,
-        31,
+        36,  # 5: the claim's stored figures
         lambda run_id: client.post(
             _case_url(run_id, "case-0", "claim_attach", keys[run_id]),
             {"ref": "doc0@v1#c0", "seen_claim_seq": 1},

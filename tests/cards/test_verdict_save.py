@@ -259,7 +259,9 @@ def test_the_page_renders_the_history_newest_first(client, claim, reviewer):
     assert history.index("Alice first.") < history.index("split the claim")
 
 
-def test_a_save_locks_reads_the_chain_once_and_inserts(claim, reviewer, second_reviewer):
+def test_a_save_locks_reads_the_chain_once_inserts_and_updates_its_figures(
+    claim, reviewer, second_reviewer
+):
     judge(claim, second_reviewer)  # a chain head in the verdict table, not the claim's
     mine = judge(claim, reviewer)
     with CaptureQueriesContext(connection) as queries:
@@ -269,8 +271,9 @@ def test_a_save_locks_reads_the_chain_once_and_inserts(claim, reviewer, second_r
         )  # fmt: skip
     statements = [q["sql"].split()[0] for q in queries.captured_queries]
     # The lock (PostgreSQL only: SQLite's transactions begin IMMEDIATE), one read, the
-    # INSERT; the savepoint is the test's transaction (a request has BEGIN and COMMIT).
-    wanted = ["SELECT", "INSERT"]
+    # INSERT, the UPDATE of the claim's own stored figures; the savepoint is the test's
+    # transaction (a request has BEGIN and COMMIT).
+    wanted = ["SELECT", "INSERT", "UPDATE"]
     if connection.features.has_select_for_update:
         wanted = ["SELECT", *wanted]
     assert [s for s in statements if s not in {"SAVEPOINT", "RELEASE"}] == wanted

@@ -598,7 +598,8 @@ def test_the_query_count_does_not_grow_with_the_number_of_lines(db, django_asser
         assert import_bytes(small, project="small", create_project=True).responses == 20
     with django_assert_max_num_queries(len(queries)) as large_queries:
         assert import_bytes(large, project="large", create_project=True).responses == 200
-    assert len(large_queries) == len(queries) < 60
+    # Under 80: some 20 of them store the run's figures (cards.services.tallies).
+    assert len(large_queries) == len(queries) < 80
 
 
 def test_a_bundle_written_in_several_batches_stores_the_same_rows(db, monkeypatch):
