@@ -18,12 +18,14 @@ from typing import Any
 
 from django.db import connection, models, transaction
 
+from evidence.canonical import compact_str
+
 
 def to_json(value: Any) -> str | None:
     """JSON text for a JSONField column (None stays SQL NULL)."""
     if value is None:
         return None
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return compact_str(value)
 
 
 def rows_by_key(
