@@ -20,7 +20,6 @@ from __future__ import annotations
 import json
 import threading
 from collections.abc import Collection, Sequence
-from datetime import datetime
 from typing import Any
 
 from django.db import connection, models, transaction
@@ -134,7 +133,9 @@ class RowWriter:
         if self.vendor == "postgresql":
             self.queued.append((table, column_list, rows))
         else:
-            load_rows(table, column_list, len(names), rows)
+            fields = [model._meta.get_field(name) for name in names]
+            times = [i for i, f in enumerate(fields) if isinstance(f, models.DateTimeField)]
+            load_rows(table, column_list, len(names), rows, datetimes=times)
         self.rows_by_table[table] = self.rows_by_table.get(table, 0) + len(rows)
 
     def send(self) -> None:
@@ -223,9 +224,18 @@ class RowWriter:
         transaction.on_commit(analyze)
 
 
-def load_rows(table: str, column_list: str, width: int, rows: Sequence[Sequence[Any]]) -> None:
+def load_rows(
+    table: str,
+    column_list: str,
+    width: int,
+    rows: Sequence[Sequence[Any]],
+    *,
+    datetimes: Sequence[int] = (),
+) -> None:
     """Load `rows` into `table`'s columns `column_list` (already quoted): COPY on PostgreSQL,
-    one `executemany` of INSERTs on SQLite (datetimes adapted as Django would)."""
+    one `executemany` of INSERTs on SQLite, the values at positions `datetimes` adapted as
+    Django would (only those: looking at every value of every row cost 0.5-0.7 s in 10,000
+    cases, for the 3 columns of 2 tables that hold times)."""
     with connection.cursor() as cursor:
         if connection.vendor == "postgresql":
             # Django does not wrap COPY: map psycopg's errors to Django's ourselves.
@@ -236,8 +246,13 @@ def load_rows(table: str, column_list: str, width: int, rows: Sequence[Sequence[
                 for row in rows:
                     copy.write_row(row)
         else:
-            adapt = connection.ops.adapt_datetimefield_value
-            prepared = [[adapt(v) if isinstance(v, datetime) else v for v in row] for row in rows]
+            prepared: Sequence[Sequence[Any]] = rows
+            if datetimes:
+                adapt = connection.ops.adapt_datetimefield_value
+                prepared = [list(row) for row in rows]
+                for row in prepared:
+                    for i in datetimes:
+                        row[i] = adapt(row[i])
             marks = ", ".join(["%s"] * width)
             cursor.executemany(
                 f"INSERT INTO {table} ({column_list}) VALUES ({marks})",  # noqa: S608
