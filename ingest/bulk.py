@@ -7,18 +7,11 @@ transaction took the write lock at BEGIN IMMEDIATE). Rows then go in with
 `COPY … FROM STDIN` on PostgreSQL, several times faster than INSERT, and with
 `executemany` on SQLite. Columns with a database default (`created_at`) are
 left out so the database fills them.
-
-On PostgreSQL a batch's COPYs run in a thread of their own, on the import's
-connection, while the import reads and checks the next batch: the server stores
-one batch as Python parses the next, instead of each waiting for the other
-(`RowWriter.send` and `wait`). Nothing else touches the connection meanwhile:
-the import waits for the thread before its next statement.
 """
 
 from __future__ import annotations
 
 import json
-import threading
 from collections.abc import Collection, Sequence
 from typing import Any
 
@@ -74,21 +67,13 @@ def rows_by_key(
 
 
 class RowWriter:
-    """Reserves ids and writes rows of given columns for models, backend-appropriately.
-
-    On PostgreSQL `write` only queues the rows; `send` starts their COPYs in a thread
-    and `wait` waits for it (raising what it raised). The caller waits before any
-    other statement on the connection, and before its transaction ends.
-    """
+    """Reserves ids and writes rows of given columns for models, backend-appropriately."""
 
     def __init__(self) -> None:
         self.vendor = connection.vendor
         self.next_sqlite_id: dict[str, int] = {}
         self.sequences: dict[str, str] = {}  # table → its id sequence (PostgreSQL)
         self.rows_by_table: dict[str, int] = {}
-        self.queued: list[tuple[str, str, Sequence[Sequence[Any]]]] = []
-        self.sending: threading.Thread | None = None
-        self.failure: BaseException | None = None
 
     def reserve_ids(self, model: type[models.Model], count: int) -> list[int]:
         if count == 0:
@@ -130,59 +115,20 @@ class RowWriter:
         column_list = ", ".join(
             connection.ops.quote_name(model._meta.get_field(name).column) for name in names
         )
-        if self.vendor == "postgresql":
-            self.queued.append((table, column_list, rows))
-        else:
-            fields = [model._meta.get_field(name) for name in names]
-            times = [i for i, f in enumerate(fields) if isinstance(f, models.DateTimeField)]
-            load_rows(table, column_list, len(names), rows, datetimes=times)
+        fields = [model._meta.get_field(name) for name in names]
+        times = [i for i, f in enumerate(fields) if isinstance(f, models.DateTimeField)]
+        load_rows(table, column_list, len(names), rows, datetimes=times)
         self.rows_by_table[table] = self.rows_by_table.get(table, 0) + len(rows)
-
-    def send(self) -> None:
-        """Start the COPYs of the rows written since the last `send`, in the background."""
-        self.wait()
-        if not self.queued:
-            return
-        queued, self.queued = self.queued, []
-        raw = connection.connection  # psycopg's: Django's own is one per thread
-        wrap = connection.wrap_database_errors
-
-        def copy_all() -> None:
-            try:
-                with wrap, raw.cursor() as cursor:
-                    for table, column_list, rows in queued:
-                        with cursor.copy(f"COPY {table} ({column_list}) FROM STDIN") as copy:
-                            for row in rows:
-                                copy.write_row(row)
-            except BaseException as exc:  # handed to the import's thread by `wait`
-                self.failure = exc
-
-        self.sending = threading.Thread(target=copy_all, name="ingest-copy", daemon=True)
-        self.sending.start()
-
-    def store(self) -> None:
-        """Send the rows written so far and wait: they are in their tables."""
-        self.send()
-        self.wait()
-
-    def wait(self) -> None:
-        """Wait for the rows being sent; raise what the database refused (Django's errors)."""
-        if self.sending is not None:
-            self.sending.join()
-            self.sending = None
-        if self.failure is not None:
-            failure, self.failure = self.failure, None
-            raise failure
 
     def check_foreign_keys_immediately(self, *, but: tuple[type[models.Model], str]) -> None:
         """Check foreign keys row by row as rows arrive (PostgreSQL), not all at COMMIT.
 
         Django declares them DEFERRABLE INITIALLY DEFERRED: PostgreSQL queued one check
-        per row and ran them all at COMMIT, after the import's Python work (11 % of an
-        import, in the issue's profile). Immediate, they run during each COPY, in the
-        background thread. `but` stays deferred: a foreign key whose target is written
-        last (a response's run). Until the transaction ends; `defer_foreign_keys` sets
-        them back when it goes on (inside a test's).
+        per row and ran them all at COMMIT (11 % of an import, in the issue's profile).
+        Immediate, they run during each COPY, without the queue. `but` stays deferred:
+        a foreign key whose target is written last (a response's run). Until the
+        transaction ends; `defer_foreign_keys` sets them back when it goes on (inside a
+        test's).
         """
         if self.vendor != "postgresql":
             return

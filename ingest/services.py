@@ -144,10 +144,7 @@ def bundle_import(
     gc.freeze()
     try:
         with transaction.atomic():
-            try:
-                importer.read(stream, progress)
-            finally:
-                importer.rows.wait()  # no COPY of this import outlives its transaction
+            importer.read(stream, progress)
             if importer.problems or dry_run:
                 transaction.set_rollback(True)  # and with it the temporary tables
             else:
@@ -239,7 +236,6 @@ class _Importer:
         if read_error is not None:
             self.problems.last_word(read_error)
         elif self.batches is not None:
-            self.rows.wait()
             self.batches.finish(
                 source_name=self.source_name,
                 source_sha256=self.source_hash.hexdigest(),
@@ -249,19 +245,13 @@ class _Importer:
             progress(counter.bytes_read, self.summary.lines)
 
     def flush(self, *, last: bool = False) -> None:
-        """Settle the batch's questions about earlier batches, store it, remember it.
-
-        The batch's rows are sent last and stored while the next batch is read; the
-        previous batch's are waited for first, since everything here asks the database.
-        """
-        self.rows.wait()
+        """Settle the batch's questions about earlier batches, store it, remember it."""
         with self.problems.uncapped():
             batch = self.rules.settle(self.seen, last=last)
             if self.batches is not None:
                 self.batches.write(batch)
             if not last:  # nothing asks after the last batch
                 self.rules.remember(self.seen, batch)
-        self.rows.send()
         self.rules.next_batch()
         self.pending_bytes = 0
         if self.problems.capped and self.problems.over():

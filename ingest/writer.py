@@ -191,7 +191,6 @@ class BatchWriter:
         room = MAX_DRIFT - len(self.summary.drift)
         if room <= 0:
             return
-        self.rows.store()  # the batch's passages, before their texts are compared
         drifted = drifted_from(project_id=self.project.pk, snapshot_id=self.snapshot.pk, refs=refs)
         for ref, snapshot_name, digest, mine in drifted.values_list(
             "ref", "snapshot__name", "sha256", "mine"

@@ -22,7 +22,6 @@ def test_it_writes_each_value_into_the_column_its_field_name_names(project):
             ("case_id", "project_id", "id"),
             [("q-1", project.pk, first), ("q-2", project.pk, second)],
         )
-        writer.store()
     stored = Case.objects.order_by("pk").values_list("pk", "project_id", "case_id")
     assert list(stored) == [(first, project.pk, "q-1"), (second, project.pk, "q-2")]
 
@@ -37,27 +36,6 @@ def test_it_writes_nothing_and_asks_nothing_for_no_rows(project, django_assert_n
         RowWriter().write(Case, ("id", "project_id", "case_id"), [])
 
 
-def test_rows_sent_in_the_background_are_stored_once_waited_for(project):
-    writer = RowWriter()
-    with transaction.atomic():
-        (pk,) = writer.reserve_ids(Case, 1)
-        writer.write(Case, ("id", "project_id", "case_id"), [(pk, project.pk, "q-1")])
-        writer.send()
-        writer.wait()
-        assert Case.objects.filter(pk=pk, case_id="q-1").exists()
-
-
-def test_what_the_database_refuses_in_the_background_is_raised_by_wait(project):
-    writer = RowWriter()
-    with pytest.raises(IntegrityError), transaction.atomic():
-        (pk,) = writer.reserve_ids(Case, 1)
-        twice = [(pk, project.pk, "q-1"), (pk, project.pk, "q-2")]  # one primary key, twice
-        writer.write(Case, ("id", "project_id", "case_id"), twice)
-        writer.send()
-        writer.wait()
-    assert not Case.objects.exists()
-
-
 @pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite checks keys at COMMIT")
 def test_with_immediate_checks_a_missing_key_is_refused_by_the_copy_itself(project):
     writer = RowWriter()
@@ -65,7 +43,6 @@ def test_with_immediate_checks_a_missing_key_is_refused_by_the_copy_itself(proje
         writer.check_foreign_keys_immediately(but=(Response, "run"))
         (pk,) = writer.reserve_ids(Case, 1)
         writer.write(Case, ("id", "project_id", "case_id"), [(pk, project.pk + 1000, "q-1")])
-        writer.store()
         pytest.fail("the COPY took a case of a project that does not exist")
 
 
@@ -78,13 +55,11 @@ def test_the_key_left_deferred_and_all_keys_after_the_import_are_checked_at_comm
         writer.check_foreign_keys_immediately(but=(Expectation, "case"))
         (pk,) = writer.reserve_ids(Expectation, 1)
         no_case = ExpectationRow(pk, 10**9, 1, "q", "", "[]", "[]", "[]", "0" * 64)
-        writer.write(Expectation, ExpectationRow._fields, [no_case])
-        writer.store()  # the key left deferred is not checked by the COPY…
+        writer.write(Expectation, ExpectationRow._fields, [no_case])  # not checked yet…
         writer.defer_foreign_keys()
         (other,) = writer.reserve_ids(Case, 1)
         no_project = (other, project.pk + 1000, "q-1")
-        writer.write(Case, ("id", "project_id", "case_id"), [no_project])
-        writer.store()  # …nor, deferred again, any other
+        writer.write(Case, ("id", "project_id", "case_id"), [no_project])  # …nor this one
         reached_commit = True
     assert reached_commit  # and COMMIT refused them
     assert not Case.objects.exists()
