@@ -9,6 +9,8 @@ from collections.abc import Iterable
 from datetime import UTC, datetime
 from typing import Any
 
+import orjson
+
 # One encoder for every call: json.dumps with these arguments builds a new JSONEncoder each
 # time, a third of the cost of a small row (20,000 retrieval lines: 61 → 44 ms).
 # JSONEncoder.encode is what json.dumps runs, so the bytes are the same; it keeps no state
@@ -20,8 +22,62 @@ canonical_str = _ENCODER.encode  # the canonical JSON as text, before UTF-8
 
 
 def canonical_json(value: Any) -> bytes:
-    """Keys sorted, no spaces, non-ASCII kept as UTF-8: the bytes that get hashed."""
+    """Keys sorted, no spaces, non-ASCII kept as UTF-8: the bytes that get hashed.
+
+    The definition is `canonical_str` (json.dumps, audit-package.md). A value made only of
+    texts, integers, booleans, null, lists and maps is written by orjson instead, which
+    gives the same bytes for those (tests/test_canonical_properties.py compares them on
+    generated values) in a tenth of the time: sealing a revision took 9.9 µs, now 4.6
+    with the walk that checks the types. orjson spells some floats otherwise (`1e-7` for
+    `1e-07`, `0.00001` for `1e-05`) and writes NaN as null, so a value holding a float,
+    or anything else than those types (a subclass, a tuple, a datetime), takes the
+    reference path; so does whatever orjson refuses (an integer past 64 bits, a lone
+    surrogate, a key that is not a text), which then encodes or raises as it always did.
+    """
+    if _plain(value):
+        try:
+            return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+        except orjson.JSONEncodeError:
+            pass
     return canonical_str(value).encode("utf-8")
+
+
+_COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
+
+
+def compact_str(value: Any) -> str:
+    """JSON text with keys in their order, no spaces, non-ASCII kept: for JSON columns.
+
+    The text json.dumps(value, ensure_ascii=False, separators=(",", ":")) gives, written
+    by orjson when the value has only plain types (see canonical_json).
+    """
+    if _plain(value):
+        try:
+            return orjson.dumps(value).decode("utf-8")
+        except orjson.JSONEncodeError:
+            pass
+    return _COMPACT.encode(value)
+
+
+_PLAIN_SCALARS = frozenset({str, int, bool, type(None)})
+
+
+def _plain(value: Any) -> bool:
+    """Whether `value` holds only texts, integers, booleans, null, lists and dicts (exactly
+    those types, no subclass), so that orjson writes it exactly as json.dumps would."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind in _PLAIN_SCALARS:
+            continue
+        if kind is dict:
+            stack.extend(item.values())  # keys: orjson refuses any that is not a text
+        elif kind is list:
+            stack.extend(item)
+        else:
+            return False
+    return True
 
 
 def canonical_lines(values: Iterable[Any]) -> bytes:

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
+import orjson
+
 SCHEMA_PATH = Path(__file__).parent / "schema" / "bundle.schema.json"
 SCHEMA_NAME = "evidence-bundle/1"
 LINE_KINDS = ("run", "passage", "case", "response")
@@ -173,6 +175,54 @@ def _no_duplicate_keys(pairs: list[tuple[str, Any]]) -> dict[str, Any]:
     return result
 
 
+def strict_decode(text: str) -> Any:
+    """The JSON of one line as the bundle format reads it: `json.loads` refusing NaN and
+    Infinity, numbers too large for a float and duplicate keys (ValueError)."""
+    return json.loads(
+        text,
+        parse_constant=_reject_constant,
+        parse_float=_finite_float,
+        object_pairs_hook=_no_duplicate_keys,
+    )
+
+
+_LARGEST_INT = 2**63  # orjson reads an integer past 64 bits as a float, without a word
+
+
+def quick_decode(text: str) -> Any:
+    """`strict_decode(text)` by orjson, in half the time; None where it cannot vouch for that.
+
+    orjson refuses NaN, Infinity and numbers past a float as `strict_decode` does, but
+    keeps the last of duplicate keys and reads an integer past 64 bits as a float. Both
+    are caught by counting: without `\\u` escapes (which could spell a colon), every
+    colon of the text separates a member of an object or stands in a string, so the text
+    has as many as the value has members and colons in its strings, unless a duplicate
+    key was dropped; and a float of 2**63 or more may have been such an integer. Then,
+    as for any error, the caller asks `strict_decode`, which says what is wrong.
+    """
+    if "\\u" in text:
+        return None
+    try:
+        value = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return None
+    colons = 0
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is str:
+            colons += item.count(":")
+        elif kind is dict:
+            colons += len(item) + sum(key.count(":") for key in item)
+            stack.extend(item.values())
+        elif kind is list:
+            stack.extend(item)
+        elif kind is float and not -_LARGEST_INT < item < _LARGEST_INT:
+            return None
+    return value if colons == text.count(":") else None
+
+
 def parse_line(
     number: int, raw: bytes | None, limits: Limits = DEFAULT_LIMITS
 ) -> tuple[dict | None, Problem | None]:
@@ -190,13 +240,10 @@ def parse_line(
     text = text.rstrip("\r\n")
     if not text.strip():
         return None, None
+    value = quick_decode(text)
     try:
-        value = json.loads(
-            text,
-            parse_constant=_reject_constant,
-            parse_float=_finite_float,
-            object_pairs_hook=_no_duplicate_keys,
-        )
+        if value is None:  # whatever the quick path does not vouch for, and every error
+            value = strict_decode(text)
     except json.JSONDecodeError as exc:
         return None, Problem(number, "", f"not valid JSON: {exc.msg} (column {exc.colno})")
     except RecursionError:

@@ -82,6 +82,9 @@ class BatchWriter:
         )
         self.run_line = run_line
         self.run_pk = rows.reserve_ids(Run, 1)[0]
+        # The run is stored last (its line's hash covers the whole bundle): its responses'
+        # key to it is the one checked at COMMIT.
+        rows.check_foreign_keys_immediately(but=(Response, "run"))
         self.new_expectation_versions = new_expectation_versions
         self.now = now
 
@@ -338,3 +341,4 @@ class BatchWriter:
             source_sha256=source_sha256,
             imported_by=user if user is not None and user.pk else None,
         )
+        self.rows.defer_foreign_keys()

@@ -18,7 +18,14 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from cards.chain import claim_revision_document, seal, verdict_revision_document
-from evidence.canonical import canonical_json, canonical_lines, rfc3339, sha256_hex, text_sha256
+from evidence.canonical import (
+    canonical_json,
+    canonical_lines,
+    compact_str,
+    rfc3339,
+    sha256_hex,
+    text_sha256,
+)
 
 MOMENT = datetime(2026, 10, 1, 12, 0, 0, 123456, tzinfo=UTC)
 TEXT = "Rückgabe binnen 14 Tagen – außer Sale 📦"  # ü, en dash, ß, and a character beyond the BMP
@@ -230,3 +237,81 @@ def test_lines_encoded_together_are_each_values_canonical_json_and_a_newline(val
 def test_a_kept_time_is_spelled_as_a_fresh_one(moment):
     fresh = moment.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%S.%fZ")
     assert rfc3339(moment) == rfc3339(moment) == fresh
+
+
+# --- the fast path (orjson) against the definition ------------------------------------------
+# canonical_json writes values of plain types with orjson and everything else with json.dumps;
+# these compare it with the definition where orjson is taken, and where it must not be.
+
+any_text = st.text(st.characters(codec="utf-8"))  # non-ASCII, controls, beyond the BMP
+plain_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | any_text,
+    lambda children: (
+        st.lists(children, max_size=5) | st.dictionaries(any_text, children, max_size=5)
+    ),
+    max_leaves=40,
+)
+
+
+@given(plain_values)
+def test_a_value_without_floats_is_written_as_the_documented_json_dumps(value):
+    assert canonical_json(value) == dumps(value)
+
+
+@given(st.dictionaries(any_text, plain_values | json_values, max_size=6))
+def test_a_nested_document_with_floats_and_big_integers_is_the_documented_json_dumps(value):
+    assert canonical_json(value) == dumps(value)
+
+
+@pytest.mark.parametrize(
+    "value",
+    [
+        {"small": 1e-07, "tiny": 1.0067458831102272e-05, "big": 1e16, "one": 1.0},
+        {"past_64_bits": 2**64, "negative": -(2**63) - 1, "huge": 10**30},
+        {"nested": [{"deep": [0.5, {"x": 3e-9}]}]},
+        {"a tuple": (1, "two")},
+        {"é": "ü", "😀": "\u2028\u007f\u001f", "": ""},
+    ],
+)
+def test_floats_big_integers_and_tuples_are_written_as_the_documented_json_dumps(value):
+    assert canonical_json(value) == dumps(value)
+
+
+def test_a_lone_surrogate_is_refused_as_before():
+    with pytest.raises(UnicodeEncodeError):
+        canonical_json({"t": "half a pair \ud800"})
+
+
+def test_a_key_that_is_not_a_text_is_written_as_json_dumps_writes_it():
+    assert canonical_json({2: "a", 1: True}) == dumps({2: "a", 1: True}) == b'{"1":true,"2":"a"}'
+
+
+revision_fields = st.fixed_dictionaries(
+    {
+        "project": any_text, "run_id": any_text, "case_id": any_text, "claim_id": any_text,
+        "seq": st.integers(min_value=1, max_value=2**40), "text": any_text,
+        "kind": st.sampled_from(["factual", "abstention"]),
+        "spans": st.lists(st.tuples(st.integers(0, 10**6), st.integers(0, 10**6)), max_size=3),
+        "citations": st.lists(any_text, max_size=3), "facts": st.lists(any_text, max_size=3),
+        "gaps": st.lists(any_text, max_size=3), "withdrawn": st.booleans(),
+        "reason": any_text, "annotator": any_text,
+        "origin": st.sampled_from(["review", "imported"]),
+        "created_at": st.datetimes(timezones=st.just(UTC)),
+        "prev_sha256": st.none() | st.text("0123456789abcdef", min_size=64, max_size=64),
+    }
+)  # fmt: skip
+
+
+@given(revision_fields)
+def test_a_revision_is_sealed_with_the_hash_of_its_documented_json(fields):
+    document = claim_revision_document(**fields)
+    assert seal(document) == hashlib.sha256(dumps(document)).hexdigest()
+
+
+def compact_dumps(value) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+@given(plain_values | json_values)
+def test_a_json_column_is_written_as_compact_json_dumps(value):
+    assert compact_str(value) == compact_dumps(value)

@@ -7,8 +7,11 @@ and every hint that must fire, with its details, and no other.
 from __future__ import annotations
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from cards.prechecks import (
+    NUMBER,
     ClaimFacts,
     PassageFacts,
     ResponseFacts,
@@ -289,6 +292,26 @@ NUMBER_ROWS = [
 @pytest.mark.parametrize(("text", "numbers"), NUMBER_ROWS)
 def test_number_tokens(text, numbers):
     assert numbers_in(text) == numbers
+
+
+def scanned(text: str) -> list[str]:
+    """What numbers_in means: NUMBER over the whole text, repeats dropped."""
+    return list(dict.fromkeys(NUMBER.findall(text)))
+
+
+number_texts = st.text(st.sampled_from("0123456789.,, ;-a\t\n\x00\x7f")) | st.text(
+    st.characters(codec="ascii")
+)
+
+
+@given(number_texts)
+def test_the_number_tokens_of_an_ascii_text_are_those_of_the_whole_scan(text):
+    assert numbers_in(text) == scanned(text)
+
+
+@given(number_texts, st.sampled_from(["٣", "é", "१२", "½", "²", "𝟗"]))
+def test_a_text_with_other_digits_or_letters_is_scanned_whole(text, other):
+    assert numbers_in(text + other + text) == scanned(text + other + text)
 
 
 @pytest.mark.parametrize(

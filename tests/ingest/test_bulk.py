@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import pytest
 from django.core.exceptions import FieldDoesNotExist
-from django.db import transaction
+from django.db import IntegrityError, connection, transaction
 
-from evidence.models import Case
+from evidence.models import Case, Expectation
 from ingest.bulk import RowWriter
+from ingest.rows import ExpectationRow
+from replay.models import Response
 
 
 def test_it_writes_each_value_into_the_column_its_field_name_names(project):
@@ -32,3 +34,32 @@ def test_it_refuses_a_name_that_is_no_field_of_the_model(project):
 def test_it_writes_nothing_and_asks_nothing_for_no_rows(project, django_assert_num_queries):
     with django_assert_num_queries(0):
         RowWriter().write(Case, ("id", "project_id", "case_id"), [])
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite checks keys at COMMIT")
+def test_with_immediate_checks_a_missing_key_is_refused_by_the_copy_itself(project):
+    writer = RowWriter()
+    with pytest.raises(IntegrityError), transaction.atomic():
+        writer.check_foreign_keys_immediately(but=(Response, "run"))
+        (pk,) = writer.reserve_ids(Case, 1)
+        writer.write(Case, ("id", "project_id", "case_id"), [(pk, project.pk + 1000, "q-1")])
+        pytest.fail("the COPY took a case of a project that does not exist")
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite checks keys at COMMIT")
+@pytest.mark.django_db(transaction=True)
+def test_the_key_left_deferred_and_all_keys_after_the_import_are_checked_at_commit(project):
+    writer = RowWriter()
+    reached_commit = False
+    with pytest.raises(IntegrityError), transaction.atomic():
+        writer.check_foreign_keys_immediately(but=(Expectation, "case"))
+        (pk,) = writer.reserve_ids(Expectation, 1)
+        no_case = ExpectationRow(pk, 10**9, 1, "q", "", "[]", "[]", "[]", "0" * 64)
+        writer.write(Expectation, ExpectationRow._fields, [no_case])  # not checked yet…
+        writer.defer_foreign_keys()
+        (other,) = writer.reserve_ids(Case, 1)
+        no_project = (other, project.pk + 1000, "q-1")
+        writer.write(Case, ("id", "project_id", "case_id"), [no_project])  # …nor this one
+        reached_commit = True
+    assert reached_commit  # and COMMIT refused them
+    assert not Case.objects.exists()
