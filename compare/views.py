@@ -52,7 +52,7 @@ def run_compare(request: HtmxHttpRequest, slug: str) -> HttpResponse:
         "summary": compared.summary.band,
         "metadata": metadata_rows(run_a, run_b),
         "annotators": roster.names,
-        "diagnosis_codes": Diagnosis.values,
+        "diagnoses": Diagnosis.choices,
         "figure_rows": compared.summary.figure_rows,
     }
     return render(request, "compare/compare.html", context)

@@ -28,10 +28,16 @@ from django.db import connection
 from django.test import Client
 from django.test.utils import CaptureQueriesContext
 from django.urls import resolve, reverse
+from django.utils.functional import Promise
+from django.utils.translation import override
 
+from cards.dashboard import FIGURE_TITLES
 from cards.models import Claim
 from cards.views.card_cache import fragments
+from compare.labels import FACT_STATUS_TITLES, REASON_TITLES
+from compare.reports import comparison_json
 from jobs.models import Job
+from replay.models import Run
 from tests.cards.conftest import judge
 from tests.conftest import bundle_bytes
 from tests.factories import synthetic_bundle
@@ -318,6 +324,57 @@ def test_labels_are_shown_translated_and_stored_as_codes(italian, reviewer, judg
     assert "Supportata" in card and "Non supportata" in card
     assert 'value="supported"' in card
     assert set(judged.verdicts.values_list("support", flat=True)) == {"supported", "unsupported"}
+
+
+def comparison_titles(response) -> list[tuple[str, Promise]]:
+    """The codes a comparison page shows, with their titles: its figures, the status of
+    each fact in each run, and the reasons its pairs are not comparable."""
+    titles = [(name, FIGURE_TITLES[name]) for name, *_ in response.context["figure_rows"]]
+    for row in response.context["rows"]:
+        pair = row["pair"]
+        statuses = {status for fact in pair.facts.values() for status in (fact.a, fact.b)}
+        titles += [(status, FACT_STATUS_TITLES[status]) for status in sorted(statuses)]
+        codes = [reason.partition(":")[0] for reason in pair.reasons]
+        titles += [(code, REASON_TITLES[code]) for code in codes]
+    return titles
+
+
+def test_a_comparison_shows_its_figures_statuses_and_reasons_as_italian_titles(
+    italian, reviewer, judged
+):
+    """Single words such as "Absent" escape the phrases of the page tests: each code the
+    two comparisons of `reviewer_pages` show must be shown by its Italian title."""
+    italian.force_login(reviewer)
+    seen = set()
+    for url in reviewer_pages(judged):
+        if not url.startswith(reverse("run_compare", args=["demo"])):
+            continue
+        response = italian.get(url)
+        text = shown(response)
+        for code, title in comparison_titles(response):
+            with override("en"):
+                english = str(title)
+            with override("it"):
+                assert str(title) != english and str(title) in text, (url, code)
+            assert not re.search(rf"\b{re.escape(english)}\b", text), (url, code, english)
+            seen.add(code)
+    # The demo runs show each kind: every figure, judged, unjudged and absent facts, drift.
+    kinds = {"unsupported", "unreviewed", "absent", "passage_drift"}
+    assert set(FIGURE_TITLES) | kinds <= seen, seen
+
+
+def test_a_comparison_stays_codes_in_its_json(judged):
+    runs = {run.run_id: run for run in Run.objects.filter(run_id__in=["q017-r1", "q017-r3"])}
+    answers = []
+    for language in ("en", "it"):
+        with override(language):
+            answers.append(comparison_json(run_a=runs["q017-r1"], run_b=runs["q017-r3"]))
+    assert answers[0] == answers[1]
+    [pair] = answers[1]["pairs"]
+    assert (
+        pair["reasons"][0].startswith("passage_drift: ")
+        and "support" in answers[1]["metrics"]["a"]
+    )
 
 
 def test_dates_and_numbers_follow_the_language(italian, client, reviewer, demo_runs):

@@ -144,3 +144,19 @@ def test_one_judged_run_against_one_nobody_judged_shows_no_invented_regression(
         ("G1", "G2", "G3"), ("supported", "unreviewed", "unreviewed")
     )
     assert response.context["summary"]["regressions"] == 0
+
+
+def test_the_page_shows_titles_with_their_codes_beside_them(client, reviewer, demo_runs):
+    client.force_login(reviewer)
+    response = client.get(reverse("run_compare", args=["demo"]), {"a": "q017-r1", "b": "q017-r3"})
+    content = response.content.decode()
+    assert '<th scope="row" title="support_or_partial">Supported or partial</th>' in content
+    assert 'left out (<span title="passage_drift">Passage drift</span>: 1)' in content
+    drift = (
+        '<span class="small" title="passage_drift">Passage drift</span> <span class="mono small">'
+    )
+    assert drift + "D-01@returns-v4#p04 " in content
+    assert '<span class="mono">G1</span> Unreviewed → Absent' in content
+    assert '"diagnosis:qualifier_dropped" >diagnosis: qualifier dropped</option>' in content
+    # The data keeps the codes.
+    assert response.context["rows"][0]["pair"].reasons[0].startswith("passage_drift: D-01")
