@@ -21,6 +21,9 @@ def a_reviewer_finds_c017_2_supported(page, server: LiveServer, tmp_path) -> str
     page.goto(url)
     save_verdict(page, "C-017-2", "Supported", "D-01 gives the 30-day window in so many words.")
     expect(card(page, "C-017-2")).to_contain_text("by alice")
+    # The save moved focus to the next card, which loads whole: let it arrive before the
+    # caller leaves the page (leaving aborts it, a failed request).
+    page.wait_for_load_state("networkidle")
     return url
 
 
