@@ -11,6 +11,9 @@ from typing import Any
 from ingest.forms import FORMAT_CHOICES
 
 RUN_ID = r"^[A-Za-z0-9._:-]{1,100}$"  # the bundle's charset (replay.Run)
+# Any text but a NUL, which every operation refuses with 400 (evidence.middleware): a
+# document that allowed it would promise an answer the API cannot give.
+TEXT = {"type": "string", "pattern": r"^[^\x00]*$"}
 FORMATS = [value for value, _label in FORMAT_CHOICES]
 
 PROPORTION = {
@@ -313,7 +316,7 @@ SOURCE = _parameter(
     {
         "anyOf": [
             {"enum": ["default", "consensus"]},
-            {"type": "string", "pattern": r"^annotator:.{1,150}$"},
+            {"type": "string", "pattern": r"^annotator:[^\x00]{1,150}$"},  # no NUL: 400
         ]
     },
     description="Whose verdicts the figures use, as `verdicts_from` says: `default`, "
@@ -402,7 +405,7 @@ def document() -> dict[str, Any]:
                     _parameter(
                         "annotators",
                         "query",
-                        {"type": "array", "items": {"type": "string", "maxLength": 150}},
+                        {"type": "array", "items": TEXT | {"maxLength": 150}},
                         description="Default: all who labelled any claim of the run.",
                         style="form",
                         explode=True,
