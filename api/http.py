@@ -111,10 +111,12 @@ def body_upload(request: HttpRequest, *, name: str, limit: int) -> UploadedFile:
         "(BUNDLE_UPLOAD_MAX_BYTES). Use `manage.py import_bundle` for larger bundles.",
     )
     length = request.META.get("CONTENT_LENGTH")
-    if not length:
+    if not length and "chunked" in request.META.get("HTTP_TRANSFER_ENCODING", "").lower():
         # A chunked body: the WSGI server would hand Django none of it, and the import
         # would fail as empty, which says nothing of the cause.
         raise ApiError(411, "Send the body with its Content-Length (curl --data-binary does).")
+    # Neither a length nor chunks: HTTP's empty body, which the import job refuses as empty.
+    length = length or "0"
     try:
         declared = int(length)
     except ValueError:

@@ -139,12 +139,24 @@ def test_a_body_longer_than_its_content_length_says_is_still_cut_at_the_limit():
     assert refused.value.status == 413
 
 
-def test_a_body_without_a_content_length_is_411(api_as, lead):
+def test_a_chunked_body_without_a_content_length_is_411(api_as, lead):
     api = api_as(lead)
-    response = api.generic("POST", IMPORTS, Q017, content_type=NDJSON, CONTENT_LENGTH="")
+    response = api.generic(
+        "POST", IMPORTS, Q017, content_type=NDJSON, CONTENT_LENGTH="",
+        HTTP_TRANSFER_ENCODING="chunked",
+    )  # fmt: skip
     assert response.status_code == 411
     assert "Content-Length" in response.json()["error"]
     assert not Job.objects.exists()
+
+
+def test_a_post_with_no_body_at_all_queues_a_job_that_refuses_it_as_empty(api_as, lead):
+    # HTTP: no Content-Length and no chunks is an empty body, which the document allows.
+    api = api_as(lead)
+    response = api.generic("POST", IMPORTS, b"", CONTENT_TYPE=NDJSON, CONTENT_LENGTH="")
+    assert response.status_code == 202
+    job = response.json()
+    assert job["state"] == "failed" and job["errors"]
 
 
 def test_a_body_of_another_type_is_415(api_as, lead):
