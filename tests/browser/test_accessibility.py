@@ -33,6 +33,7 @@ PAGES = {
     "import": "/p/demo/import/",
     "audit": "/p/demo/audit/",
     "jobs": "/p/demo/jobs/",
+    "account": "/account/",
 }
 
 
