@@ -6,20 +6,7 @@ from django.urls import reverse
 from replay.models import Run
 from tests.conftest import PASSWORD, bundle_bytes, import_bytes
 from tests.factories import synthetic_bundle
-
-
-def upload(client, name: str, data: bytes, **extra):
-    return client.post(
-        reverse("bundle_upload", args=["demo"]),
-        {"bundle": _named(name, data), **extra},
-        **({"HTTP_HX_REQUEST": "true"} if extra.pop("htmx", False) else {}),
-    )
-
-
-def _named(name: str, data: bytes):
-    from django.core.files.uploadedfile import SimpleUploadedFile
-
-    return SimpleUploadedFile(name, data, content_type="application/octet-stream")
+from tests.jobs.conftest import named
 
 
 def test_anonymous_visitors_are_sent_to_log_in(client, project):
@@ -87,7 +74,7 @@ def test_an_oversized_upload_is_refused_before_reading(client, lead, settings):
     settings.BUNDLE_UPLOAD_MAX_BYTES = 10
     client.force_login(lead)
     response = client.post(
-        reverse("bundle_upload", args=["demo"]), {"bundle": _named("big.jsonl", b"x" * 11)}
+        reverse("bundle_upload", args=["demo"]), {"bundle": named("big.jsonl", b"x" * 11)}
     )
     assert response.status_code == 400
     assert b"uploads are limited to 10 bytes" in response.content
