@@ -10,6 +10,7 @@ from CSRF, and it is exempt only through this decorator, after a token was check
 from __future__ import annotations
 
 import functools
+import re
 from collections.abc import Callable
 
 from django.contrib.auth.decorators import login_not_required
@@ -35,6 +36,29 @@ def json_error(status: int, message: str) -> JsonResponse:
     if status == 401:
         response["WWW-Authenticate"] = 'Bearer realm="api"'
     return response
+
+
+UNKNOWN_PARAMETER = (
+    "Unknown query parameter: {}. The document (/api/openapi.json) lists each operation's."
+)
+
+
+@functools.cache
+def _query_names(route: str, method: str) -> frozenset[str]:
+    from api.openapi import document  # the document imports nothing of this module's users
+
+    path = "/" + re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", route).removeprefix("api/")
+    operation = document()["paths"].get(path, {}).get(method.lower(), {})
+    return frozenset(p["name"] for p in operation.get("parameters", []) if p["in"] == "query")
+
+
+def documented_query(request: HttpRequest) -> frozenset[str]:
+    """The query parameters the document gives this request's operation: any other is a
+    400, so a misspelt `formt=alce` is not silently the default."""
+    match = request.resolver_match
+    if match is None:
+        return frozenset()
+    return _query_names(match.route, request.method or "GET")
 
 
 class ApiError(Exception):
@@ -75,6 +99,9 @@ def api_view(*methods: str) -> Callable[[View], View]:
                 return json_error(401, BAD_TOKEN)
             token_used(token=token)
             request.user = token.user
+            unknown = sorted(set(request.GET) - documented_query(request))
+            if unknown:
+                return json_error(400, UNKNOWN_PARAMETER.format(", ".join(unknown)))
             try:
                 response = view(request, *args, **kwargs)
             except Http404 as exc:

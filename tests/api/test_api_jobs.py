@@ -109,6 +109,11 @@ def test_another_format_is_converted_under_the_run_id_given(api_as, lead):
         ("?format=csv", "format is one of bundle, ragas, alce, jsonl-simple."),
         ("?dry_run=maybe", "dry_run is true or false."),
         ("?run_id=a%20b", "run_id holds 1 to 100 letters, digits, dots, _, : or -."),
+        (
+            "?formt=alce&dry_run=true&x=1",
+            "Unknown query parameter: formt, x. "
+            "The document (/api/openapi.json) lists each operation's.",
+        ),
     ],
 )
 def test_a_wrong_parameter_is_400_and_queues_nothing(api_as, lead, query, message):

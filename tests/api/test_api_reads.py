@@ -125,6 +125,17 @@ def test_a_source_of_verdicts_the_api_does_not_know_is_400(api_as, demo_runs, re
     assert response.json() == {"error": "source is default, consensus or annotator:NAME."}
 
 
+@pytest.mark.parametrize(
+    "path",
+    ["/api/projects?page=2", f"{METRICS}?annotator=alice", f"{RUNS}?source=default"],
+)
+def test_a_query_parameter_the_operation_does_not_have_is_400(api_as, demo_runs, reviewer, path):
+    # A misspelt or misplaced parameter would otherwise answer the default, silently.
+    response = api_as(reviewer).get(path)
+    assert response.status_code == 400
+    assert response.json()["error"].startswith("Unknown query parameter: ")
+
+
 def test_a_comparison_names_both_runs(api_as, demo_runs, reviewer):
     response = api_as(reviewer).get("/api/projects/demo/compare?a=q017-r1")
     assert response.status_code == 400

@@ -4,6 +4,7 @@ examples, derandomized, nothing kept between runs."""
 
 from __future__ import annotations
 
+import os
 import re
 from collections.abc import Iterator
 
@@ -75,7 +76,7 @@ def test_the_served_document_is_the_one_fuzzed(client, db):
 
 @schema.parametrize()
 @examples(
-    max_examples=25,
+    max_examples=int(os.environ.get("FUZZ_EXAMPLES", "25")),  # `make fuzz`: more
     derandomize=True,
     database=None,
     deadline=None,
