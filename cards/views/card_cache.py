@@ -129,15 +129,19 @@ def whole_rows(card: Card) -> Card:
     version, blind = _version(), f"{card.blind:d}"
     informed = card.informed
     verdicts = [f"review-verdict:{version}:{v.sha256}:{v.pk in informed:d}" for v in card.verdicts]
+    # An entry's body does not show whether it is superseded (its opening tag does): the
+    # verdict a save supersedes keeps its body, and a save renders one entry, not two.
     history = [
-        f"review-history:{version}:{e.kind}:{e.row.sha256}:{e.superseded:d}{e.informed:d}{blind}"
+        f"review-history:{version}:{e.kind}:{e.row.sha256}:{e.informed:d}{blind}"
         for e in card.history
     ]
-    found = fragments.get_many(verdicts + history)
+    opening = [f"review-history-open:{version}:{e.superseded:d}" for e in card.history]
+    found = fragments.get_many(verdicts + history + list(set(opening)))
     fresh = {}
     for keys, rows, partial, name in (
         (verdicts, card.verdicts, "verdict-item", "v"),
-        (history, card.history, "history-entry", "entry"),
+        (history, card.history, "history-body", "entry"),
+        (opening, card.history, "history-open", "entry"),
     ):
         for key, row in zip(keys, rows, strict=True):
             if key not in found:
@@ -147,7 +151,9 @@ def whole_rows(card: Card) -> Card:
         fragments.set_many(fresh)
     # Each part is our template's own output, escaped there.
     card.verdicts_html = mark_safe("".join([found[key] for key in verdicts]))
-    card.history_html = mark_safe("".join([found[key] for key in history]))
+    card.history_html = mark_safe(
+        "".join([found[open_] + found[key] for open_, key in zip(opening, history, strict=True)])
+    )
     return card
 
 
