@@ -171,6 +171,7 @@ class Card:
     # revisions): it can only be shown compact.
     lines: bool = False
     # A whole card's verdicts and history entries, rendered and joined (cards.views.card_cache).
+    others_html: str = ""
     verdicts_html: str = ""
     history_html: str = ""
 

@@ -118,8 +118,8 @@ def query_and_help(context: dict) -> dict:
 
 
 def whole_rows(card: Card) -> Card:
-    """A whole card's verdicts and history entries, each rendered once and then from the
-    cache, joined: a row is sealed by its hash, and only the flags beside it change its HTML.
+    """A whole card's verdicts, history entries and other annotators' labels, each rendered
+    once and then from the cache, joined: a row is sealed by its hash, and only the flags beside it change its HTML.
 
     A card shows every verdict of its claim twice (the list and the history): on a claim
     judged again and again, rendering them grew with every save, and so did looking each
@@ -136,9 +136,12 @@ def whole_rows(card: Card) -> Card:
         for e in card.history
     ]
     opening = [f"review-history-open:{version}:{e.superseded:d}" for e in card.history]
-    found = fragments.get_many(verdicts + history + list(set(opening)))
+    # The header's other annotators' labels: a save of mine leaves theirs as they were.
+    others = [f"review-other:{version}:{v.sha256}" for v in card.others]
+    found = fragments.get_many(verdicts + history + list(set(opening)) + others)
     fresh = {}
     for keys, rows, partial, name in (
+        (others, card.others, "other-label", "v"),
         (verdicts, card.verdicts, "verdict-item", "v"),
         (history, card.history, "history-body", "entry"),
         (opening, card.history, "history-open", "entry"),
@@ -150,6 +153,7 @@ def whole_rows(card: Card) -> Card:
     if fresh:
         fragments.set_many(fresh)
     # Each part is our template's own output, escaped there.
+    card.others_html = mark_safe("".join([found[key] for key in others]))
     card.verdicts_html = mark_safe("".join([found[key] for key in verdicts]))
     card.history_html = mark_safe(
         "".join([found[open_] + found[key] for open_, key in zip(opening, history, strict=True)])
