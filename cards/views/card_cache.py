@@ -119,7 +119,8 @@ def query_and_help(context: dict) -> dict:
 
 def whole_rows(card: Card) -> Card:
     """A whole card's verdicts, history entries and other annotators' labels, each rendered
-    once and then from the cache, joined: a row is sealed by its hash, and only the flags beside it change its HTML.
+    once and then from the cache, joined: a row is sealed by its hash, and only the flags
+    beside it change its HTML.
 
     A card shows every verdict of its claim twice (the list and the history): on a claim
     judged again and again, rendering them grew with every save, and so did looking each
