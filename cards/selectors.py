@@ -619,17 +619,7 @@ def review_card(
         cursor.execute(CARD_VERDICTS, [claim.pk])
         verdicts = [VerdictRecord(*values) for values in VERDICT.values_of(cursor.fetchall())]
         refs = revisions[0].citations
-        passages: dict[str, Passage] = {}
-        retrieved: set[str] = set()
-        if refs:
-            # The claim's passages, each with whether this response retrieved it: one query.
-            sql = CARD_PASSAGES.format(refs=", ".join(["%s"] * len(refs)))
-            cursor.execute(sql, [response.pk, run.snapshot_id, *refs])
-            for row in cursor.fetchall():
-                passage = PASSAGE.build(row)
-                passages[passage.ref] = passage
-                if row[-1]:
-                    retrieved.add(passage.ref)
+        passages, retrieved = _card_passages(cursor, run=run, response=response, refs=refs)
     clock = sightings(run=run, response_ids=[response.pk])  # verdicts per annotator: one query
     blind = hidden_from(membership, sightings=clock, response_id=response.pk)
     card = _card(
@@ -656,6 +646,38 @@ def review_card(
             markers = cursor.fetchall()
         card.offered_refs = refs_for_spans(response.text, markers, revision.spans)
     return card
+
+
+# The passages a claim cites, with whether its response retrieved each, by (run, response,
+# refs): passages and retrieval are frozen (the database refuses to change them), so a process
+# reads them once per claim's citations. The run's import time and source hash in the key, as
+# in `frozen_rows`: a database rebuilt with the same ids is another run.
+card_passages: Recent[tuple, tuple[dict[str, Passage], set[str]]] = Recent(
+    settings.FROZEN_ROWS_ENTRIES
+)
+
+
+def _card_passages(
+    cursor, *, run: Run, response: Response, refs: list[str]
+) -> tuple[dict[str, Passage], set[str]]:
+    """The claim's passages by ref, and the refs this response retrieved: one query, or none
+    when this process read them before."""
+    if not refs:
+        return {}, set()
+    key = (run.pk, run.imported_at, run.source_sha256, response.pk, tuple(refs))
+    if (known := card_passages.get(key)) is not None:
+        return dict(known[0]), set(known[1])  # copies: the rows themselves are shared
+    passages: dict[str, Passage] = {}
+    retrieved: set[str] = set()
+    cursor.execute(CARD_PASSAGES.format(refs=", ".join(["%s"] * len(refs))),
+                   [response.pk, run.snapshot_id, *refs])  # fmt: skip
+    for row in cursor.fetchall():
+        passage = PASSAGE.build(row)
+        passages[passage.ref] = passage
+        if row[-1]:
+            retrieved.add(passage.ref)
+    card_passages.set(key, (passages, retrieved))
+    return dict(passages), set(retrieved)
 
 
 def _facts(passage: Passage) -> PassageFacts:

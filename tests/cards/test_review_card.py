@@ -7,7 +7,7 @@ import re
 import pytest
 
 from cards.models import VerdictRevision
-from cards.selectors import VerdictRecord, frozen_rows
+from cards.selectors import VerdictRecord, card_passages, frozen_rows
 from cards.services.claims import claim_revise
 from cards.views.card_cache import fragments
 from tests.cards.conftest import case_url, judge, page_for
@@ -151,6 +151,25 @@ def test_a_whole_card_from_cached_fragments_is_the_card_rendered_afresh(
     masked = [re.sub(r"\b[A-Za-z0-9]{64}\b", "TOKEN", html) for html in (fresh, cached)]
     assert masked[0] == masked[1]  # but for the CSRF tokens
     assert "Adjudicate (lead)" in cached and cached.count('class="verdict-form"') == 2
+
+
+def test_a_whole_card_reads_its_claims_frozen_passages_once_per_process(
+    client, claim, reviewer, django_assert_max_num_queries
+):
+    client.force_login(reviewer)
+    fragments.clear()
+    card_passages.clear()
+    with django_assert_max_num_queries(20) as first:
+        fresh = whole_card(client, claim.key)
+    with django_assert_max_num_queries(20) as second:
+        again = whole_card(client, claim.key)
+    assert len(second.captured_queries) == len(first.captured_queries) - 1
+    assert not any("evidence_passage p" in q["sql"] for q in second.captured_queries)
+    masked = [re.sub(r"\b[A-Za-z0-9]{64}\b", "TOKEN", html) for html in (fresh, again)]
+    assert masked[0] == masked[1]
+    # A rewrite citing other passages is another key: read again, never the old ones.
+    claim_revise(claim=claim, author=reviewer, reason="Relinked.", citations=[], seen_claim_seq=1)
+    assert "no citation attached" in whole_card(client, claim.key)
 
 
 def test_a_cached_verdict_form_shows_the_verdict_saved_since(client, claim, reviewer):
