@@ -797,12 +797,30 @@ def answer_pieces(
     for start, end, _ in spans:
         edges.update((start, end))
     ordered = sorted(e for e in edges if 0 <= e <= len(text))
+    # One sweep from left to right: the spans begun and not yet ended, by their place in
+    # `spans` (the first covering card gives the colour), and the next placed marker (placed
+    # markers do not overlap). Testing every span and marker against every piece was a
+    # tenth of the case page's CPU (60 pieces × 30 claims).
+    by_start = sorted(range(len(spans)), key=lambda i: spans[i][0])
+    by_end = sorted(range(len(spans)), key=lambda i: spans[i][1])
+    active: set[int] = set()
+    begun = ended = marker = 0
     pieces = []
     for start, end in zip(ordered, ordered[1:], strict=False):
         if start == end:
             continue
-        citation = next((c for c in placed if c.start <= start and end <= c.end), None)
-        covering = [card for s, e, card in spans if s <= start and end <= e]
+        while begun < len(by_start) and spans[by_start[begun]][0] <= start:
+            active.add(by_start[begun])
+            begun += 1
+        while ended < len(by_end) and spans[by_end[ended]][1] <= start:
+            active.discard(by_end[ended])
+            ended += 1
+        while marker < len(placed) and placed[marker].end <= start:
+            marker += 1
+        citation = None
+        if marker < len(placed) and placed[marker].start <= start and end <= placed[marker].end:
+            citation = placed[marker]
+        covering = [spans[i][2] for i in sorted(active) if end <= spans[i][1]]
         support = covering[0].current.support if covering and covering[0].current else ""
         pieces.append(
             Piece(
