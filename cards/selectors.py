@@ -34,7 +34,7 @@ from evidence.models import Case, Expectation, Membership, Passage
 from evidence.recent import Recent
 from evidence.rows import Columns, instances, prepared_cursor
 from replay.models import Citation, Response, Retrieval, Run
-from replay.selectors import MEMBERSHIP, PROJECT, RUN, SNAPSHOT
+from replay.selectors import MEMBERSHIP, OTHER_SNAPSHOTS, PROJECT, RUN, SNAPSHOT
 
 
 @dataclass
@@ -686,7 +686,10 @@ def _facts(passage: Passage) -> PassageFacts:
 
 def _drifted_refs(*, run: Run, refs: set[str]) -> dict[str, str]:
     """Refs whose text differs in another snapshot of the project → the newest such snapshot
-    when it is newer than this run's ("" when only older ones differ). One query."""
+    when it is newer than this run's ("" when only older ones differ). One query, none
+    when the project holds no other snapshot (read with the run)."""
+    if getattr(run, "other_snapshots", True) is False:  # read with the run: no other text
+        return {}
     return newer_drift(project_id=run.project_id, snapshot_id=run.snapshot_id, refs=refs)
 
 
@@ -727,7 +730,7 @@ SELECT {VERDICT.sql} FROM cards_verdictrevision v WHERE v.claim_id IN ({{ids}}) 
 # (claim, seq).
 CLAIM_FOR_MEMBER = f"""
 SELECT {RUN.sql}, {PROJECT.sql}, {SNAPSHOT.sql}, {MEMBERSHIP.sql},
-       {RESPONSE.sql}, {CASE.sql}, {CLAIM.sql}, {CLAIM_REVISION.sql}
+       {RESPONSE.sql}, {CASE.sql}, {CLAIM.sql}, {OTHER_SNAPSHOTS}, {CLAIM_REVISION.sql}
   FROM replay_run r
   JOIN evidence_project p ON p.id = r.project_id
   JOIN evidence_snapshot s ON s.id = r.snapshot_id
@@ -766,6 +769,7 @@ def claim_for_member(
     response.run, response.case = run, case
     claim.response = response
     at = len(rows[0]) - len(CLAIM_REVISION)
+    run.other_snapshots = bool(rows[0][at - 1])
     revisions = [CLAIM_REVISION.build(row, at) for row in rows]
     for revision in revisions:
         revision.claim = claim

@@ -25,8 +25,12 @@ RUN, PROJECT, SNAPSHOT, MEMBERSHIP = (
 # card, a save). SQL, not the ORM: compiling the join and its annotations cost 1.4 ms of
 # CPU a request, running it 0.1 ms. Served by the unique (project, run_id) and
 # (project, user) indexes.
+# Whether the project holds another snapshot than the run's: if not, no passage the run
+# shows can have drifted, and the review pages skip asking (`run.other_snapshots`).
+OTHER_SNAPSHOTS = """EXISTS (
+       SELECT 1 FROM evidence_snapshot o WHERE o.project_id = p.id AND o.id <> r.snapshot_id)"""
 RUN_FOR_MEMBER = f"""
-SELECT {RUN.sql}, {PROJECT.sql}, {SNAPSHOT.sql}, {MEMBERSHIP.sql}
+SELECT {RUN.sql}, {PROJECT.sql}, {SNAPSHOT.sql}, {MEMBERSHIP.sql}, {OTHER_SNAPSHOTS}
   FROM replay_run r
   JOIN evidence_project p ON p.id = r.project_id
   JOIN evidence_snapshot s ON s.id = r.snapshot_id
@@ -50,5 +54,6 @@ def run_for_member(*, user: AbstractBaseUser, slug: str, run_id: str) -> tuple[M
     run, project, snapshot, membership = instances(row, RUN, PROJECT, SNAPSHOT, MEMBERSHIP)
     run.project = membership.project = project
     run.snapshot = snapshot
+    run.other_snapshots = bool(row[-1])
     membership.user = user
     return membership, run

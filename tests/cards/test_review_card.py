@@ -172,6 +172,19 @@ def test_a_whole_card_reads_its_claims_frozen_passages_once_per_process(
     assert "no citation attached" in whole_card(client, claim.key)
 
 
+def test_a_project_of_one_snapshot_is_never_asked_for_drift(client, claim, reviewer, monkeypatch):
+    # No other snapshot, no other text: the run's own query says so (replay.selectors).
+    import cards.selectors
+
+    def asked(**kwargs):
+        raise AssertionError(f"drift asked: {kwargs}")
+
+    monkeypatch.setattr(cards.selectors, "newer_drift", asked)
+    client.force_login(reviewer)
+    assert client.get(case_url("q017-r3", "Q-017")).status_code == 200
+    whole_card(client, claim.key)
+
+
 def test_a_cached_verdict_form_shows_the_verdict_saved_since(client, claim, reviewer):
     client.force_login(reviewer)
     assert "checked" not in whole_card(client, claim.key).split('name="support"')[1][:40]

@@ -65,6 +65,22 @@ def test_cards_resting_on_an_old_text_are_flagged_re_review(client, reviewer, de
     assert "re-review" not in newest.content.decode()
 
 
+def test_a_whole_card_and_a_saved_one_are_flagged_re_review_too(client, reviewer, demo_runs):
+    # Read by the card's own query (cards.selectors.claim_for_member), not the page's.
+    client.force_login(reviewer)
+    card = reverse("card_detail", args=["demo", "q017-r1", "Q-017", "C-017-1"])
+    content = client.get(card, HTTP_HX_REQUEST="true").content.decode()
+    assert "has another text in the newer snapshot" in content
+    verdict = reverse("verdict_add", args=["demo", "q017-r1", "Q-017", "C-017-1"])
+    saved = client.post(
+        verdict,
+        {"support": "partial", "reason": "Old text.", "seen_claim_seq": 1, "seen_own_seq": ""},
+        HTTP_HX_REQUEST="true",
+    )
+    assert saved.status_code == 200
+    assert "has another text in the newer snapshot" in saved.content.decode()
+
+
 def test_the_side_by_side_page_sees_a_verdict_saved_after_it_was_cached(client, lead, demo_runs):
     from cards.models import Claim
     from cards.services.verdicts import verdict_save
