@@ -1,7 +1,7 @@
 """The stored figures (`ClaimTally`, `ResponseTally`, `RunTally`), kept current by every write.
 
 Each write that changes what the default-source figures read calls one of these in its
-own transaction: a verdict or an adjudication (`verdict_chosen`, one UPDATE of its claim's
+own transaction: a verdict or an adjudication (`verdict_insert_chosen`, one UPDATE of its claim's
 row, under the claim lock the save holds already), a claim split, rewrite, relink or
 withdrawal (`claims_refresh`), a review mark (`response_reviewed`), an import
 (`run_tallies_store`). No row here is shared by two claims, so saves on different claims
@@ -44,7 +44,7 @@ from cards.progress import is_reviewed
 from cards.rules import default_association
 from cards.verdicts import Source
 from evidence.models import Passage
-from evidence.rows import prepared_cursor
+from evidence.rows import insert, insert_then
 from replay.models import Citation, Response, Retrieval, Run
 
 CHUNK = 2000
@@ -88,27 +88,33 @@ def verdict_fields(
     }
 
 
-def verdict_chosen(*, claim_pk: int, fields: dict[str, Any]) -> None:
-    """A verdict that the default source now counts was saved: its claim's row follows.
+def verdict_insert_chosen(
+    verdict: VerdictRevision, *, fields: dict[str, Any] | None
+) -> VerdictRevision:
+    """INSERT a verdict revision; when the default source counts it (`fields`, from
+    `verdict_fields`), its claim's row follows in the same round trip (`insert_then`).
 
     One UPDATE of the claim's own row, under the claim lock the save holds: no other save
     waits for it. A claim without a row (made before the rows existed) gets its row whole.
     """
-    with prepared_cursor() as cursor:
-        cursor.execute(VERDICT_CHOSEN, {**fields, "claim": claim_pk})
-        updated = cursor.rowcount
+    if fields is None:
+        return insert(verdict)
+    params = [*(fields[name] for name in CHOSEN_FIELDS), verdict.claim_id]
+    verdict, updated = insert_then(verdict, VERDICT_CHOSEN, params)
     if not updated:
-        claims_refresh(run=Run.objects.get(responses__claims=claim_pk), claim_pks=[claim_pk])
+        run = Run.objects.get(responses__claims=verdict.claim_id)
+        claims_refresh(run=run, claim_pks=[verdict.claim_id])
+    return verdict
 
 
 # As SQL, prepared (evidence.rows): on the save's hot path, the ORM's UPDATE cost more CPU to
 # build than to run, and PostgreSQL planned it again on every save.
+CHOSEN_FIELDS = ("support", "attached", "diagnosis", "judged_citations", "useful_citations")
 VERDICT_CHOSEN = """
 UPDATE cards_claimtally
-   SET support = %(support)s, attached = %(attached)s, diagnosis = %(diagnosis)s,
-       judged_citations = %(judged_citations)s, useful_citations = %(useful_citations)s
- WHERE claim_id = %(claim)s
-"""
+   SET support = %s, attached = %s, diagnosis = %s, judged_citations = %s,
+       useful_citations = %s
+ WHERE claim_id = %s"""
 
 
 def claims_refresh(*, run: Run, claim_pks: list[int]) -> None:

@@ -23,9 +23,9 @@ from cards.models import (
 )
 from cards.rules import association_problem, default_association
 from cards.services.guards import BLANK, ChainHead, StaleCard, lock_claim_row, refuse_non_member
-from cards.services.tallies import verdict_chosen, verdict_fields
+from cards.services.tallies import verdict_fields, verdict_insert_chosen
 from evidence.models import Membership
-from evidence.rows import insert, prepared_cursor
+from evidence.rows import prepared_cursor
 
 
 @transaction.atomic
@@ -42,9 +42,9 @@ def verdict_save(
     or the author saved another verdict on it elsewhere; an adjudication is
     also refused when any verdict arrived since the lead looked.
 
-    Four statements: the lock, one read of everything the rules need, the INSERT, and the
-    UPDATE of the claim's stored figures (`cards.services.tallies`) when the default
-    source counts this verdict.
+    Three statements: the lock, one read of everything the rules need, and the INSERT
+    with, when the default source counts this verdict, the UPDATE of the claim's stored
+    figures (`cards.services.tallies`) in the same round trip on PostgreSQL.
     """
     origin = Origin.ADJUDICATION if adjudication else Origin.REVIEW
     lock_claim_row(claim.pk)
@@ -118,17 +118,14 @@ def verdict_save(
         supersedes_id=state["mine_id"], supersedes_seq=state["mine_seq"],
         created_at=timezone.now(), prev_sha256=head.sha256,
     )  # fmt: skip
-    saved = insert(VerdictRevision(claim=claim, **sealed.row))
     # The default source counts the newest adjudication, else the newest review: a review
     # saved after an adjudication changes no figure.
-    if adjudication or not state["adjudicated"]:
-        verdict_chosen(
-            claim_pk=claim.pk,
-            fields=verdict_fields(
-                support=support, association=association, diagnosis=diagnosis,
-                relevance=relevance, citations=citations,
-            ),
-        )  # fmt: skip
+    counted = adjudication or not state["adjudicated"]
+    fields = verdict_fields(
+        support=support, association=association, diagnosis=diagnosis,
+        relevance=relevance, citations=citations,
+    ) if counted else None  # fmt: skip
+    saved = verdict_insert_chosen(VerdictRevision(claim=claim, **sealed.row), fields=fields)
     return saved
 
 

@@ -73,6 +73,17 @@ def test_rebuilding_from_scratch_changes_no_stored_row(demo_runs):
     assert (stored_rows(run), RunTally.objects.get(run=run).retrieval) == before
 
 
+def test_a_verdict_on_a_claim_without_a_stored_row_stores_its_row_whole(demo_runs, reviewer):
+    # A claim made before the rows existed: the save's UPDATE matches nothing, so the row
+    # is computed from scratch (cards.services.tallies.verdict_insert_chosen).
+    run = Run.objects.get(run_id="q017-r1")
+    claim = Claim.objects.filter(response__run=run).order_by("pk").first()
+    ClaimTally.objects.filter(claim=claim).delete()
+    judge(claim, reviewer, "unsupported", "Not there.")
+    assert ClaimTally.objects.get(claim=claim).support == "unsupported"
+    assert_stored_figures_are_current(run)
+
+
 # A verdict five times as often as each other write.
 ACTIONS = ["verdict"] * 5 + ["adjudicate", "revise", "withdraw", "mark", "split"]
 DIAGNOSES = ["", "not_in_collection"]

@@ -9,7 +9,7 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from evidence.models import Case, Expectation, Passage, Project
-from evidence.rows import Columns, insert, instances, prepared_cursor
+from evidence.rows import Columns, insert, insert_then, instances, prepared_cursor
 from replay.models import Retrieval, Run
 from tests.conftest import import_fixture
 
@@ -65,6 +65,26 @@ def test_an_insert_stores_what_the_orm_would_and_gives_the_row_its_key(project):
     )  # fmt: skip
     assert insert(row) is row and row.pk is not None and not row._state.adding
     assert fields_of(Retrieval.objects.get(pk=row.pk)) == fields_of(row)
+
+
+@pytest.mark.parametrize("matched", [1, 0])
+def test_an_insert_then_an_update_stores_both_and_counts_what_the_update_changed(project, matched):
+    import_fixture("q017-r1.jsonl")
+    first = Retrieval.objects.order_by("rank").first()
+    row = Retrieval(
+        response_id=first.response_id, rank=98, passage_id=first.passage_id, score=0.5,
+        score_as_imported=0.5, filters={},
+    )  # fmt: skip
+    rename = "UPDATE evidence_project SET name = %s WHERE id = %s"
+    with CaptureQueriesContext(connection) as queries:
+        stored, changed = insert_then(row, rename, ["Renamed", project.pk if matched else -1])
+    assert stored is row and row.pk is not None and not row._state.adding
+    assert changed == matched
+    assert fields_of(Retrieval.objects.get(pk=row.pk)) == fields_of(row)
+    project.refresh_from_db()
+    assert (project.name == "Renamed") == bool(matched)
+    # One round trip on PostgreSQL (a data-modifying WITH), two elsewhere.
+    assert len(queries) == (1 if connection.vendor == "postgresql" else 2)
 
 
 def test_an_insert_refuses_a_field_left_to_its_database_default(project):
