@@ -21,6 +21,7 @@ from cards.models import Claim, ClaimRevision, Diagnosis, Origin, Support, Verdi
 from cards.prechecks import (
     ClaimFacts,
     PassageFacts,
+    Prechecks,
     ResponseFacts,
     claim_prechecks,
     prechecks,
@@ -278,25 +279,34 @@ def review_page(
         for chain in chains
     ]
     informed: set[int] = {pk for card in cards for pk in card.informed}
-    facts = ResponseFacts(
-        answer=response.text,
-        marker_spans=[(c.start, c.end) for c in citations if c.start is not None],
-        cited_refs=[c.passage.ref for c in citations],
-        retrieved=[_facts(row.passage) for row in retrieved],
-        passages={ref: _facts(p) for ref, p in passages.items()},
-        relevant_refs=response.expectation.relevant_refs,
-        drifted_refs=frozenset(ref for ref in drifted if ref in cited_refs),
-        claims=[
-            ClaimFacts(
-                card.claim.key, card.revision.kind, card.revision.text, card.revision.citations
+    claim_facts = [
+        ClaimFacts(card.claim.key, card.revision.kind, card.revision.text, card.revision.citations)
+        for card in cards
+        if not card.withdrawn
+    ]
+    drifted_cited = frozenset(ref for ref in drifted if ref in cited_refs)
+    # What the pre-checks read beside the claims is frozen (the answer, its markers, the
+    # passages, the expectation): the claims' own facts and the drift complete the key.
+    key = (
+        run.pk, run.imported_at, run.source_sha256, response.pk, drifted_cited,
+        tuple((c.key, c.kind, c.text, tuple(c.citations)) for c in claim_facts),
+    )  # fmt: skip
+    if (hints := page_hints.get(key)) is None:
+        hints = prechecks(
+            ResponseFacts(
+                answer=response.text,
+                marker_spans=[(c.start, c.end) for c in citations if c.start is not None],
+                cited_refs=[c.passage.ref for c in citations],
+                retrieved=[_facts(row.passage) for row in retrieved],
+                passages={ref: _facts(p) for ref, p in passages.items()},
+                relevant_refs=response.expectation.relevant_refs,
+                drifted_refs=drifted_cited,
+                claims=claim_facts,
             )
-            for card in cards
-            if not card.withdrawn
-        ],
-    )
-    hints = prechecks(facts)
+        )
+        page_hints.set(key, hints)
     for card in cards:
-        card.hints = hints.claims.get(card.claim.key, [])
+        card.hints = list(hints.claims.get(card.claim.key, []))
         # The verdict rests on a text that a newer snapshot replaced: look again.
         card.rereview = [
             (ref, drifted[ref]) for ref in card.revision.citations if drifted.get(ref)
@@ -646,6 +656,11 @@ def review_card(
             markers = cursor.fetchall()
         card.offered_refs = refs_for_spans(response.text, markers, revision.spans)
     return card
+
+
+# A case page's pre-checks by what they read (`review_page`): a view after a save finds
+# them unless a claim was split, rewritten, relinked or withdrawn, or a passage drifted.
+page_hints: Recent[tuple, Prechecks] = Recent(settings.FROZEN_ROWS_ENTRIES)
 
 
 # The passages a claim cites, with whether its response retrieved each, by (run, response,

@@ -30,7 +30,7 @@ from django.test import override_settings
 from hypothesis import settings as hypothesis_settings
 from psycopg import pq
 
-from cards.selectors import card_passages, frozen_rows
+from cards.selectors import card_passages, frozen_rows, page_hints
 from evidence.models import Project, Role
 from evidence.services import membership_set, project_create
 from ingest.services import ImportSummary, bundle_import
@@ -204,6 +204,7 @@ def _frozen_rows() -> None:
     next one with other rows (never so outside tests: the database refuses to delete them)."""
     frozen_rows.clear()
     card_passages.clear()
+    page_hints.clear()
 
 
 @pytest.hookimpl(tryfirst=True)

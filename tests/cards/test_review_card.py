@@ -185,6 +185,29 @@ def test_a_project_of_one_snapshot_is_never_asked_for_drift(client, claim, revie
     whole_card(client, claim.key)
 
 
+def test_a_pages_pre_checks_are_computed_once_until_a_claim_changes(
+    client, claim, reviewer, monkeypatch
+):
+    import cards.selectors
+
+    client.force_login(reviewer)
+    url = case_url("q017-r3", "Q-017")
+    before = {c.claim.key: c.hints for c in client.get(url).context["page"].cards}
+    computed = []
+    real = cards.selectors.prechecks
+    monkeypatch.setattr(cards.selectors, "prechecks", lambda f: computed.append(f) or real(f))
+    again = {c.claim.key: c.hints for c in client.get(url).context["page"].cards}
+    assert (again, computed) == (before, [])  # from the process's cache
+    claim_revise(
+        claim=claim, author=reviewer, seen_claim_seq=1, reason="R.",
+        text="Refunds take 999 days.",
+    )  # fmt: skip
+    after = {c.claim.key: c.hints for c in client.get(url).context["page"].cards}
+    assert len(computed) == 1
+    assert "number_not_in_evidence" in after[claim.key]
+    assert "number_not_in_evidence" not in before[claim.key]
+
+
 def test_a_cached_verdict_form_shows_the_verdict_saved_since(client, claim, reviewer):
     client.force_login(reviewer)
     assert "checked" not in whole_card(client, claim.key).split('name="support"')[1][:40]
