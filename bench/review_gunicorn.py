@@ -10,6 +10,7 @@ statements it runs holding its claim's lock, so every save on that claim waits t
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 
@@ -18,3 +19,4 @@ def post_worker_init(worker) -> None:
     interval = os.environ.get("REVIEW_BENCH_SWITCH_INTERVAL")
     if interval:
         sys.setswitchinterval(float(interval) / 1000)
+    gc.freeze()  # as config/gunicorn.py: what the worker loaded to start is never collected

@@ -9,6 +9,7 @@ requests in flight get GRACEFUL_TIMEOUT seconds to finish.
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 import traceback
@@ -74,3 +75,7 @@ if os.environ.get("LOG_FORMAT") == "json":
 
 def post_worker_init(worker) -> None:
     sys.setswitchinterval(float(os.environ.get("SWITCH_INTERVAL_MS") or 0.5) / 1000)
+    # What the worker loaded to start (Django, the apps, some 130,000 objects) lives as long
+    # as it does: out of the collector's way, so that a request's collections walk only what
+    # requests made. Measured on the case page: 0.52 → 0.27 ms of collection per request.
+    gc.freeze()

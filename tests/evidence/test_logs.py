@@ -127,3 +127,20 @@ def test_log_format_is_text_or_json(monkeypatch):
     monkeypatch.setenv("LOG_FORMAT", "xml")
     with pytest.raises(ImproperlyConfigured, match="LOG_FORMAT"):
         runpy.run_path(str(ROOT / "config" / "settings.py"))
+
+
+def test_a_gunicorn_worker_sets_its_switch_interval_and_freezes_what_it_loaded(monkeypatch):
+    import gc
+    import sys
+
+    from config.gunicorn import post_worker_init
+
+    monkeypatch.setenv("SWITCH_INTERVAL_MS", "0.5")
+    interval, frozen = sys.getswitchinterval(), gc.get_freeze_count()
+    try:
+        post_worker_init(None)
+        assert sys.getswitchinterval() == 0.0005
+        assert gc.get_freeze_count() > frozen  # out of the collector's way (docs/decisions.md)
+    finally:
+        gc.unfreeze()
+        sys.setswitchinterval(interval)
