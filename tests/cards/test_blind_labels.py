@@ -53,7 +53,7 @@ def measured(client, lead) -> dict:
     """Agreement (run_agreement and the figures page), consensus and the disagreement list."""
     agreement = run_agreement(run=run(), annotators=["alice", "bob"])
     client.force_login(lead)
-    page = client.get("/p/demo/runs/q017-r3/figures/", {"annotator": ["alice", "bob"]})
+    page = client.get("/p/demo/runs/q017-r3/figures/agreement/", {"annotator": ["alice", "bob"]})
     shown = page.context["agreement"]
     consensus = run_metrics(run=run(), source=Source("consensus")).per_response[0]["verdicts"]
     return {
