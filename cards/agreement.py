@@ -8,12 +8,10 @@ from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any
 
-from django.core.cache import cache
-
 from cards.annotators import Annotator, Roster, annotators_of, roster_of
 from cards.blind import sightings
 from cards.models import ClaimRevision, VerdictRevision
-from cards.run_state import TIMEOUT
+from cards.run_state import kept
 from cards.stats import Proportion, cohen_kappa, krippendorff_alpha_nominal
 from cards.verdicts import LABELS, Source, counted, newest_labels
 from replay.models import Run
@@ -189,12 +187,11 @@ def agreement_for(*, run: Run, annotators: list[str], roster: Roster, state: str
     annotators: it reads every verdict of the run (100,000 for 10,000 cases × 5 claims × 2
     annotators, over a second), so it is computed once per state, never on every view."""
     chosen = hashlib.sha256(repr(annotators).encode()).hexdigest()
-    key = f"{state}:agreement:{chosen}"
-    agreement = cache.get(key)
-    if agreement is None:
-        agreement = run_agreement(run=run, annotators=annotators, roster=roster)
-        cache.set(key, agreement, TIMEOUT)
-    return agreement
+    return kept(
+        state=state,
+        part=f"agreement:{chosen}",
+        compute=lambda: run_agreement(run=run, annotators=annotators, roster=roster),
+    )
 
 
 def _current_claims(claim_ids: set[int]) -> dict[int, tuple[str, str, str, bool]]:

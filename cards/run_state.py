@@ -2,13 +2,14 @@
 changes with anything that could change the result, so a cached value is never stale.
 
 The side-by-side page (`compare.pages`) keeps its comparison under the state of both
-runs; the figures page keeps a run's roster and agreement under the state of the run.
+runs; the figures page keeps a run's roster, its default source's figures and its
+agreement under the state of the run.
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from django.core.cache import cache
 from django.db.models import Exists, OuterRef, QuerySet, Subquery
@@ -16,15 +17,16 @@ from django.db.models import Exists, OuterRef, QuerySet, Subquery
 from cards.annotators import Roster, roster_of
 from cards.blind import blind_state
 from cards.models import Claim, ClaimRevision, ResponseReview, VerdictRevision
-from evidence.models import Membership, Project
+from evidence.models import Membership, Project, Snapshot
 from replay.models import Response, Run
 
 TIMEOUT = 3600  # seconds; a new state makes new keys anyway
 
 
 def runs_version(*, runs: Sequence[Run]) -> tuple:
-    """Changes whenever a claim, verdict or review mark is added to one of the runs, or
-    anything that decides which verdicts were blind (consensus and agreement count those).
+    """Changes whenever a claim, verdict or review mark is added to one of the runs, a
+    snapshot to their project (a cited passage may drift), or anything that decides which
+    verdicts were blind (consensus and agreement count those).
 
     Rows are append-only, so the newest ids say everything about what changed. Each is
     read as the first row, walking the table's primary key backwards, that belongs to
@@ -36,13 +38,14 @@ def runs_version(*, runs: Sequence[Run]) -> tuple:
     pks = [run.pk for run in runs]
     claims = Claim.objects.filter(pk=OuterRef("claim_id"), response__run__in=pks)
     responses = Response.objects.filter(pk=OuterRef("response_id"), run__in=pks)
-    # The three in one statement, one round trip: a row of the runs' project carries them.
+    # The four in one statement, one round trip: a row of the runs' project carries them.
     newest = (
         Project.objects.filter(pk=runs[0].project_id)
         .values_list(
             _newest(ClaimRevision.objects.filter(Exists(claims))),
             _newest(VerdictRevision.objects.filter(Exists(claims))),
             _newest(ResponseReview.objects.filter(Exists(responses))),
+            _newest(Snapshot.objects.filter(project_id=runs[0].project_id)),
         )
         .get()
     )
@@ -68,10 +71,20 @@ def runs_state(*, runs: Sequence[Run], scope: str) -> str:
     return f"{scope}:" + hashlib.sha256(state.encode()).hexdigest()
 
 
+def kept[T](*, state: str, part: str, compute: Callable[[], T]) -> T:
+    """What `compute` gives for the runs in this state, from the cache when it was asked in
+    this state before (None included)."""
+    key = f"{state}:{part}"
+    value = cache.get(key, _MISSING)
+    if value is _MISSING:
+        value = compute()
+        cache.set(key, value, TIMEOUT)
+    return value
+
+
+_MISSING = object()
+
+
 def roster_for(*, runs: Sequence[Run], state: str) -> Roster:
     """`roster_of` the runs, kept per state (it reads every verdict of the runs)."""
-    roster = cache.get(f"{state}:roster")
-    if roster is None:
-        roster = roster_of(runs=runs)
-        cache.set(f"{state}:roster", roster, TIMEOUT)
-    return roster
+    return kept(state=state, part="roster", compute=lambda: roster_of(runs=runs))

@@ -23,9 +23,9 @@ from cards.dashboard import (
     verdict_bar,
     verdict_counts,
 )
-from cards.metrics import Source, run_metrics
+from cards.metrics import Source, kept_run_metrics
 from cards.oversight import imported_offer
-from cards.run_state import roster_for, runs_state
+from cards.run_state import kept, roster_for, runs_state
 from cards.verdicts import LABELS
 from evidence.access import membership_for
 from evidence.http import HtmxHttpRequest
@@ -49,9 +49,10 @@ def run_figures(
     membership = membership_for(user=request.user, slug=slug)
     require_unblinded(membership)
     run = run_for_project(project=membership.project, run_id=run_id)
-    roster = roster_for(runs=[run], state=runs_state(runs=[run], scope="figures"))
+    state = runs_state(runs=[run], scope="figures")
+    roster = roster_for(runs=[run], state=state)
     source = Source.parse(request.GET.get("source"), roster=roster)
-    figures = run_metrics(run=run, source=source)
+    figures = kept_run_metrics(run=run, source=source, state=state)
     if fmt == "json":
         response = JsonResponse(
             figures.as_json(), json_dumps_params={"ensure_ascii": False, "indent": 1}
@@ -81,7 +82,11 @@ def run_figures(
         "figures": figures,
         "source": source,
         # Nobody here judged the run: say so, and offer the imported verdicts in one click.
-        "offer": imported_offer(runs=[run], roster=roster, source=source),
+        "offer": kept(
+            state=state,
+            part=f"offer:{source.key}",
+            compute=lambda: imported_offer(runs=[run], roster=roster, source=source),
+        ),
         "annotators": annotators,
         "agreement_url": agreement_url,
         "bar": verdict_bar(figures),

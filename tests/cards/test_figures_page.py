@@ -87,6 +87,41 @@ def test_the_dashboard_query_count_is_constant(client, reviewer, django_assert_m
     assert len(small.captured_queries) == len(large.captured_queries)
 
 
+def test_a_second_view_of_the_dashboard_reads_the_state_and_its_page_only(
+    client, reviewer, demo_runs, django_assert_max_num_queries
+):
+    client.force_login(reviewer)
+    first = client.get(figures_url("q017-r1")).content.decode().split("<main")[1]
+    # 4 for every request, 2 for the state of the run, 2 for the page's responses (their
+    # rows and their claims' hints): the roster, the figures and the offer are kept.
+    with django_assert_max_num_queries(8):
+        again = client.get(figures_url("q017-r1")).content.decode()
+    assert again.split("<main")[1] == first  # and nothing but the state read again
+
+
+def test_figures_kept_for_a_state_are_read_again_after_a_verdict(client, reviewer, demo_runs):
+    client.force_login(reviewer)
+    verdicts = client.get(figures_url("q017-r1")).context["figures"].totals["verdicts"]
+    assert (verdicts["unreviewed"], verdicts["supported"]) == (4, 0)
+    claim = Claim.objects.get(response__run__run_id="q017-r1", key="C-017-2")
+    verdict_save(
+        claim=claim, author=reviewer, support="supported", reason="D-01 gives 30 days.",
+        seen_claim_seq=1, seen_own_seq=None,
+    )  # fmt: skip
+    verdicts = client.get(figures_url("q017-r1")).context["figures"].totals["verdicts"]
+    assert (verdicts["unreviewed"], verdicts["supported"]) == (3, 1)
+
+
+def test_figures_kept_for_a_state_are_read_again_after_a_new_snapshot(client, reviewer, project):
+    from tests.conftest import import_fixture
+
+    import_fixture("q017-r1.jsonl")
+    client.force_login(reviewer)
+    assert "passage_drift" not in client.get(figures_url("q017-r1")).context["prechecks"]
+    import_fixture("q017-r3.jsonl")  # a newer snapshot: D-01 has another text there
+    assert client.get(figures_url("q017-r1")).context["prechecks"]["passage_drift"] == 1
+
+
 def agreement_url(run_id: str) -> str:
     return reverse("run_agreement", args=["demo", run_id])
 
