@@ -590,6 +590,17 @@ class StoredResponses(Sequence):
         self.pks = list(claims)
         self.drifted = drifted
 
+    def __getstate__(self) -> dict[str, Any]:
+        # Kept in the cache (`kept_run_metrics`): plain tuples for the claim sums, as making
+        # 10,000 named tuples again took most of the time to read the figures back.
+        claims = {pk: (*rest, tuple(sums)) for pk, (*rest, sums) in self.claims.items()}
+        return {"claims": claims, "drifted": self.drifted}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self.claims = state["claims"]
+        self.pks = list(self.claims)
+        self.drifted = state["drifted"]
+
     def __len__(self) -> int:
         return len(self.pks)
 
@@ -620,13 +631,14 @@ class StoredResponses(Sequence):
         out = []
         for pk in pks:
             case_id, retrieval, hints, cited = rows[pk]
+            sums = self.claims[pk][3]
             response = dict(hints)
             if drifted := [ref for ref in cited if ref in self.drifted]:
                 response["passage_drift"] = drifted
             out.append(
                 {
                     "case_id": case_id,
-                    **stored_claim_figures(*self.claims[pk]),
+                    **stored_claim_figures(*self.claims[pk][:3], ClaimSums._make(sums)),
                     **stored_retrieval(retrieval),
                     "prechecks": {"response": response, "claims": claim_hints[pk]},
                 }

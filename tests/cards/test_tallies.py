@@ -9,6 +9,7 @@ are compared with the streamed ones, response by response and in total.
 from __future__ import annotations
 
 import json
+import pickle
 import random
 import re
 
@@ -56,6 +57,10 @@ def assert_stored_figures_are_current(run: Run) -> None:
     assert stored.hint_counts == precheck_counts(streamed)
     # The same JSON, byte for byte: keys in the same order (pages print them in order).
     assert json.dumps(stored.as_json()) == json.dumps(streamed.as_json())
+    # As the figures page keeps them in the cache (`kept_run_metrics`) and reads them back.
+    kept = pickle.loads(pickle.dumps(stored))
+    assert list(kept.per_response) == streamed.per_response
+    assert (kept.totals, kept.hint_counts) == (stored.totals, stored.hint_counts)
 
 
 def test_the_stored_figures_of_every_demo_run_equal_the_streamed_ones(demo_runs):
@@ -235,7 +240,11 @@ def test_the_figures_pages_read_from_the_stored_rows_are_those_computed_before(
         for query in ["", "?page=2"] if suffix == "figures" else [""]:
             from_rows = client.get(url + query)
             with monkeypatch.context() as patch:
-                patch.setattr(cards.views.figures, "run_metrics", streamed_run_metrics)
+                patch.setattr(
+                    cards.views.figures,
+                    "kept_run_metrics",
+                    lambda *, run, source, state: streamed_run_metrics(run=run, source=source),
+                )
                 computed = client.get(url + query)
             assert from_rows.status_code == computed.status_code == 200
             assert CSRF.sub(b"", from_rows.content) == CSRF.sub(b"", computed.content)
