@@ -17,6 +17,7 @@ from cards.dashboard import (
     case_rows,
     figures_csv,
     interval_rows,
+    page_figures,
     precheck_counts,
     retrieval_table,
     sample_size_help,
@@ -52,7 +53,10 @@ def run_figures(
     state = runs_state(runs=[run], scope="figures")
     roster = roster_for(runs=[run], state=state)
     source = Source.parse(request.GET.get("source"), roster=roster)
-    figures = kept_run_metrics(run=run, source=source, state=state)
+    if fmt == "html":
+        figures = page_figures(run=run, source=source, state=state)
+    else:
+        figures = kept_run_metrics(run=run, source=source, state=state)
     if fmt == "json":
         response = JsonResponse(
             figures.as_json(), json_dumps_params={"ensure_ascii": False, "indent": 1}

@@ -122,6 +122,46 @@ def test_figures_kept_for_a_state_are_read_again_after_a_new_snapshot(client, re
     assert client.get(figures_url("q017-r1")).context["prechecks"]["passage_drift"] == 1
 
 
+@pytest.mark.parametrize("source", ["consensus", "annotator:seed-protocol"])
+def test_a_source_computed_on_demand_shows_what_its_whole_figures_show(
+    client, reviewer, demo_runs, monkeypatch, source
+):
+    import cards.views.figures
+    from cards.metrics import run_metrics
+
+    client.force_login(reviewer)
+    for run_id in ("q017-r1", "p7-answer-a", "resi-r1"):
+        for query in ({"source": source}, {"source": source, "page": "2"}):
+            kept = client.get(figures_url(run_id), query).content.decode()
+            with monkeypatch.context() as patch:
+                patch.setattr(
+                    cards.views.figures,
+                    "page_figures",
+                    lambda *, run, source, state: run_metrics(run=run, source=source),
+                )
+                whole = client.get(figures_url(run_id), query).content.decode()
+            assert kept.split("<main")[1] == whole.split("<main")[1]
+
+
+def test_a_source_computed_on_demand_is_computed_once_per_state(
+    client, reviewer, demo_runs, monkeypatch
+):
+    import cards.dashboard
+
+    client.force_login(reviewer)
+    url = figures_url("q017-r1") + "?source=consensus"
+    first = client.get(url).context["figures"].totals
+    with monkeypatch.context() as patch:
+        patch.setattr(cards.dashboard, "run_metrics", lambda **kwargs: 1 / 0)
+        assert client.get(url).context["figures"].totals == first
+    claim = Claim.objects.get(response__run__run_id="q017-r1", key="C-017-2")
+    verdict_save(
+        claim=claim, author=reviewer, support="supported", reason="D-01 gives 30 days.",
+        seen_claim_seq=1, seen_own_seq=None,
+    )  # fmt: skip
+    assert client.get(url).context["figures"].totals != first
+
+
 def agreement_url(run_id: str) -> str:
     return reverse("run_agreement", args=["demo", run_id])
 
