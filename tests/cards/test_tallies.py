@@ -20,8 +20,9 @@ from django.urls import reverse
 import cards.dashboard
 import cards.metrics
 import cards.views.figures
+from cards.annotators import roster_of
 from cards.dashboard import precheck_counts
-from cards.metrics import stored_run_figures, streamed_run_metrics
+from cards.metrics import run_metrics, stored_run_figures, streamed_run_metrics
 from cards.models import Claim, ClaimTally, ResponseTally, RunTally
 from cards.services.claims import claim_create, claim_revise
 from cards.services.reviews import response_mark_complete
@@ -58,6 +59,12 @@ def assert_stored_figures_are_current(run: Run) -> None:
     assert stored.hint_counts == precheck_counts(streamed)
     # The same JSON, byte for byte: keys in the same order (pages print them in order).
     assert json.dumps(stored.as_json()) == json.dumps(streamed.as_json())
+    # Another source: retrieval and pre-checks read from the same rows, claims computed.
+    for source in (Source("consensus"), *(Source.of(a) for a in roster_of(runs=[run]).annotators)):
+        reference = streamed_run_metrics(run=run, source=source)
+        assert json.dumps(run_metrics(run=run, source=source).as_json()) == json.dumps(
+            reference.as_json()
+        ), source.label
     # As the figures page keeps them in the cache (`kept_run_metrics`) and reads them back.
     kept = pickle.loads(pickle.dumps(stored))
     assert list(kept.per_response) == streamed.per_response
