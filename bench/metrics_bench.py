@@ -16,7 +16,11 @@ measures, median of the runs:
   bare cursor, every row fetched and nothing done with it (the time the database and
   driver take alone);
 - the dashboard page (`/p/bench/runs/RUN/figures/`), rendered in-process through
-  Django's test client with a logged-in member, p50 of the runs;
+  Django's test client with a logged-in member, p50 of the runs, with the consensus
+  source and the default one: with the cache as a view leaves it, and after the cache
+  is emptied (a new state of the run: everything the page keeps computed again); its
+  agreement panel (`figures/agreement/`, loaded by htmx after the page) computed (cache
+  emptied first) and kept;
 - the default source (issue 12): `streamed_run_metrics`, computed from the revisions
   (the reference, and what `run_metrics` did before), against `stored_run_figures`
   read from the stored rows (what `run_metrics` does now), for the totals with one
@@ -46,6 +50,7 @@ RUN_ID = "metrics-bench"
 
 
 def measure(n: int, runs: int) -> None:
+    from django.core.cache import cache
     from django.db import connection
 
     from cards.annotators import Annotator
@@ -97,6 +102,11 @@ def measure(n: int, runs: int) -> None:
         if response.status_code != 200:
             raise RuntimeError(f"the dashboard answered {response.status_code}")
 
+    def page_new_state() -> None:
+        cache.clear()
+        page()
+
+    timers["page_new"] = timed(page_new_state, runs)
     timers["page"] = timed(page, runs)
 
     def default_page() -> None:
@@ -105,6 +115,26 @@ def measure(n: int, runs: int) -> None:
             raise RuntimeError(f"the dashboard answered {response.status_code}")
 
     timers["default_page"] = timed(default_page, runs)
+
+    def default_page_new_state() -> None:
+        cache.clear()
+        default_page()
+
+    timers["default_page_new"] = timed(default_page_new_state, runs)
+
+    def agreement() -> None:
+        response = client.get(
+            f"/p/bench/runs/{run.run_id}/figures/agreement/", headers={"HX-Request": "true"}
+        )
+        if response.status_code != 200:
+            raise RuntimeError(f"the agreement panel answered {response.status_code}")
+
+    def agreement_new_state() -> None:
+        cache.clear()
+        agreement()
+
+    timers["agreement_new"] = timed(agreement_new_state, runs)
+    timers["agreement"] = timed(agreement, runs)
     labels = {
         "baseline": "the same queries, rows fetched, no work (floor)",
         "consensus": "run_metrics, consensus",
@@ -113,8 +143,12 @@ def measure(n: int, runs: int) -> None:
         "stored_floor": "stored figures, totals + 50: the same queries, no work (floor)",
         "stored_page": "stored figures, default source: totals + 50 responses",
         "stored": "stored figures, default source: totals + every response",
-        "page": "dashboard page (in-process)",
+        "page_new": "dashboard page, consensus, new state (in-process)",
+        "page": "dashboard page, consensus, kept (in-process)",
         "default_page": "dashboard page, default source (in-process)",
+        "default_page_new": "dashboard page, default source, new state (in-process)",
+        "agreement_new": "agreement panel, new state: computed (in-process)",
+        "agreement": "agreement panel, kept (in-process)",
     }
     print(f"\nN = {n:,} responses × 5 claims × 2 annotators, {database_name()}, median of {runs}")
     print(versus_baseline(timers, labels, baseline="baseline"))

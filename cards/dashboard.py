@@ -10,11 +10,13 @@ from dataclasses import dataclass
 from django.utils.translation import gettext_lazy as _
 
 from cards.figures import CLAIM_FIGURES
-from cards.metrics import RunFigures
+from cards.metrics import RunFigures, kept_run_metrics, run_metrics
 from cards.models import Support
+from cards.run_state import kept
 from cards.stats import Proportion, half_width, sample_size, wilson
-from cards.verdicts import LABELS
+from cards.verdicts import LABELS, Source
 from evidence.spreadsheet import spreadsheet_cell
+from replay.models import Run
 
 FIGURE_TITLES = {
     "support": _("Support S (supported / claims)"),
@@ -126,6 +128,32 @@ class CaseRows(Sequence):
 
 def case_rows(figures: RunFigures) -> CaseRows:
     return CaseRows(figures)
+
+
+# What `_case_row` reads of a response's figures.
+_CASE_KEYS = ("case_id", "status", "claims", "support", "coverage", "citation_presence", "hit@3")
+
+
+def page_figures(*, run: Run, source: Source, state: str) -> RunFigures:
+    """The figures the dashboard shows, kept per state of the run (`cards.run_state`).
+
+    The default source's are `kept_run_metrics`. Another source's are computed from the
+    revisions (seconds at 10,000 cases), and what is kept of them is what the page shows:
+    the totals, the pre-check counts and each case's row of the per-case table, a fraction
+    of the whole (the downloads compute the whole again)."""
+    if source.mode == "default":
+        return kept_run_metrics(run=run, source=source, state=state)
+
+    def computed() -> RunFigures:
+        figures = run_metrics(run=run, source=source)
+        rows = [
+            {key: r.get(key) for key in _CASE_KEYS}
+            | {"prechecks": {"response": list(r["prechecks"]["response"])}}
+            for r in figures.per_response
+        ]
+        return RunFigures(run.run_id, source, rows, figures.totals, precheck_counts(figures))
+
+    return kept(state=state, part=f"page:{source.key}", compute=computed)
 
 
 def _case_row(r: dict) -> dict:

@@ -31,6 +31,11 @@ urlpatterns = [
     path("p/<slug:slug>/runs/<str:run_id>/unblind/", blind.run_unblind, name="run_unblind"),
     path("p/<slug:slug>/runs/<str:run_id>/figures/", figures.run_figures, name="run_figures"),
     path(
+        "p/<slug:slug>/runs/<str:run_id>/figures/agreement/",
+        figures.run_agreement,
+        name="run_agreement",
+    ),
+    path(
         "p/<slug:slug>/runs/<str:run_id>/figures.csv",
         figures.run_figures,
         {"fmt": "csv"},

@@ -16,75 +16,28 @@ and the members of the project (who a name means, `cards.annotators`).
 
 from __future__ import annotations
 
-import hashlib
 from array import array
 from dataclasses import dataclass
 from typing import Any
 
 from django.core.cache import cache
 from django.core.paginator import Page, Paginator
-from django.db.models import Exists, OuterRef, QuerySet
 
-from cards.annotators import Roster, roster_of
-from cards.blind import blind_state
-from cards.models import Claim, ClaimRevision, ResponseReview, VerdictRevision
+from cards.annotators import Roster
 from cards.oversight import ImportedOffer, imported_offer
+from cards.run_state import TIMEOUT, runs_state
 from cards.stats import Proportion
 from cards.verdicts import Source
 from compare.comparison import compare_cases, compare_runs
 from compare.rows import filters_of, is_filter, pair_rows, summary_band
-from evidence.models import Membership
-from replay.models import Response, Run
+from replay.models import Run
 
 PAIRS_PER_PAGE = 20
-TIMEOUT = 3600  # seconds; a new state makes new keys anyway
-
-
-def comparison_version(run_a: Run, run_b: Run) -> tuple:
-    """Changes whenever a claim, verdict or review mark is added to either run, or anything
-    that decides which verdicts were blind (consensus counts those).
-
-    Rows are append-only, so the newest ids say everything about what changed. Each is
-    read as the first row, walking the table's primary key backwards, that belongs to
-    either run (an EXISTS per row, so that SQLite too walks the key rather than every
-    row of both runs): under a millisecond, where a MAX over the join read every verdict
-    of both runs (0.3 s for two runs of 10,000 cases). Two more queries in a blind project.
-    """
-    runs = [run_a.pk, run_b.pk]
-    claims = Claim.objects.filter(pk=OuterRef("claim_id"), response__run__in=runs)
-    responses = Response.objects.filter(pk=OuterRef("response_id"), run__in=runs)
-    return (
-        _newest(ClaimRevision.objects.filter(Exists(claims))),
-        _newest(VerdictRevision.objects.filter(Exists(claims))),
-        _newest(ResponseReview.objects.filter(Exists(responses))),
-        *blind_state(runs=[run_a, run_b]),
-    )
-
-
-def _newest(rows: QuerySet) -> int | None:
-    return rows.order_by("-id").values_list("id", flat=True).first()
 
 
 def comparison_state(*, run_a: Run, run_b: Run) -> str:
-    """The key part every cached read of this comparison shares (four queries)."""
-    # The import times too: a database restored or rolled back may hand out ids again.
-    identity = (run_a.pk, run_a.imported_at, run_b.pk, run_b.imported_at)
-    members = tuple(
-        Membership.objects.filter(project_id__in={run_a.project_id, run_b.project_id})
-        .order_by("user__username")
-        .values_list("user__username", flat=True)
-    )
-    state = repr((*identity, *comparison_version(run_a, run_b), members))
-    return "compare:" + hashlib.sha256(state.encode()).hexdigest()
-
-
-def roster_for(*, run_a: Run, run_b: Run, state: str) -> Roster:
-    """`roster_of` both runs, kept per state (it reads every verdict of both runs)."""
-    roster = cache.get(f"{state}:roster")
-    if roster is None:
-        roster = roster_of(runs=[run_a, run_b])
-        cache.set(f"{state}:roster", roster, TIMEOUT)
-    return roster
+    """The key part every cached read of this comparison shares (`cards.run_state`)."""
+    return runs_state(runs=[run_a, run_b], scope="compare")
 
 
 @dataclass(frozen=True)

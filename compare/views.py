@@ -8,8 +8,9 @@ from django.views.decorators.http import require_GET
 
 from cards.blind import require_unblinded
 from cards.models import Diagnosis
+from cards.run_state import roster_for
 from cards.verdicts import Source
-from compare.pages import compared_page, comparison_state, roster_for
+from compare.pages import compared_page, comparison_state
 from compare.rows import metadata_rows
 from evidence.access import membership_for
 from evidence.http import HtmxHttpRequest
@@ -35,7 +36,7 @@ def run_compare(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     if run_a is None or run_b is None:
         return render(request, "compare/compare.html", context)
     state = comparison_state(run_a=run_a, run_b=run_b)
-    roster = roster_for(run_a=run_a, run_b=run_b, state=state)
+    roster = roster_for(runs=[run_a, run_b], state=state)
     source = Source.parse(request.GET.get("source"), roster=roster)
     show = request.GET.get("show", "all")
     compared = compared_page(

@@ -28,6 +28,7 @@ PAGES = {
     "my work": "/p/demo/work/",
     "figures, nobody judged": "/p/demo/runs/q017-r1/figures/",
     "figures": "/p/demo/runs/q017-r1/figures/?source=annotator:seed-protocol",
+    "agreement": "/p/demo/runs/q017-r1/figures/agreement/",
     "compare, nobody judged": "/p/demo/compare/?a=q017-r1&b=q017-r2",
     "compare": "/p/demo/compare/?a=q017-r1&b=q017-r3&source=annotator:seed-protocol",
     "import": "/p/demo/import/",

@@ -49,3 +49,32 @@ def test_a_disagreement_with_an_imported_judge_links_to_the_claims_card(page, li
     expect(claim.get_by_label("Reason")).to_be_visible()
     expect(claim).to_be_in_viewport()
     assert page.console_problems == [] and page.failed_requests == []
+
+
+def test_the_agreement_panel_arrives_after_the_page_and_compares_the_chosen_in_place(
+    page, live, tmp_path
+):
+    url = a_reviewer_finds_c017_2_supported(page, live, tmp_path)
+    figures = f"{url.split('cases/')[0]}figures/"
+    page.goto(figures)
+    panel = page.get_by_role("region", name="Agreement between annotators")
+    expect(panel).to_contain_text("alice, seed-protocol: all agree on 0 / 1")
+    panel.get_by_role("checkbox", name="alice").check()
+    panel.get_by_role("button", name="Compare these").click()
+    expect(panel).to_contain_text("No claim has been labelled by two of these annotators yet.")
+    expect(panel.get_by_role("checkbox", name="alice")).to_be_checked()
+    assert page.url.endswith(figures)  # swapped in place: the figures page is still open
+    assert page.console_problems == [] and page.failed_requests == []
+
+
+def test_without_javascript_the_agreement_panel_is_a_link_to_a_page_of_its_own(plain_page):
+    log_in(plain_page, "lead")
+    plain_page.goto("/p/demo/runs/q017-r1/figures/?source=annotator:seed-protocol")
+    plain_page.get_by_role(
+        "link", name="Show the agreement between annotators and the judges against people"
+    ).click()
+    plain_page.wait_for_url("**/p/demo/runs/q017-r1/figures/agreement/")
+    expect(plain_page.get_by_role("heading", level=1)).to_contain_text("Agreement on")
+    plain_page.get_by_role("button", name="Compare these").click()
+    plain_page.wait_for_url("**/figures/agreement/?*")
+    expect(plain_page.get_by_role("region", name="Agreement between annotators")).to_be_visible()

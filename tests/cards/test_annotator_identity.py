@@ -145,7 +145,8 @@ def test_the_figures_page_offers_both_namesakes_as_sources(client, namesakes, le
     chosen = client.get(url, {"source": "annotator:imported:alice"})
     assert chosen.context["figures"].totals["verdicts"]["partial"] == 1
     assert 'value="annotator:imported:alice" selected' in chosen.content.decode()
-    agreement = client.get(url, {"annotator": ["alice", "imported:alice"]}).context["agreement"]
+    panel = reverse("run_agreement", args=["demo", "q017-r1"])
+    agreement = client.get(panel, {"annotator": ["alice", "imported:alice"]}).context["agreement"]
     assert (agreement.annotators, agreement.claims) == (["alice", "imported:alice"], 3)
 
 

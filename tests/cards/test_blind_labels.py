@@ -53,7 +53,7 @@ def measured(client, lead) -> dict:
     """Agreement (run_agreement and the figures page), consensus and the disagreement list."""
     agreement = run_agreement(run=run(), annotators=["alice", "bob"])
     client.force_login(lead)
-    page = client.get("/p/demo/runs/q017-r3/figures/", {"annotator": ["alice", "bob"]})
+    page = client.get("/p/demo/runs/q017-r3/figures/agreement/", {"annotator": ["alice", "bob"]})
     shown = page.context["agreement"]
     consensus = run_metrics(run=run(), source=Source("consensus")).per_response[0]["verdicts"]
     return {
@@ -259,8 +259,9 @@ def test_a_review_mark_is_timed_by_the_same_clock_as_the_verdicts(
 def test_a_comparison_counts_the_blind_labels_as_the_runs_figures_do(
     client, blind, two_claims, reviewer, second_reviewer, lead
 ):
+    from cards.run_state import roster_for
     from compare.comparison import compare_runs
-    from compare.pages import compared_page, comparison_state, roster_for
+    from compare.pages import compared_page, comparison_state
 
     placeholder_attack(client, two_claims, reviewer, second_reviewer, lead)
     consensus = Source("consensus")
@@ -271,7 +272,7 @@ def test_a_comparison_counts_the_blind_labels_as_the_runs_figures_do(
     assert comparison.metrics_a["micro"]["support"] == figures["micro"]["support"]
     # A page reads its pairs by case, with the same clock.
     state = comparison_state(run_a=run(), run_b=run())
-    roster = roster_for(run_a=run(), run_b=run(), state=state)
+    roster = roster_for(runs=[run(), run()], state=state)
     page = compared_page(
         run_a=run(), run_b=run(), roster=roster, source=consensus, state=state, show="all",
         page_number=1,

@@ -350,6 +350,8 @@ def test_without_blind_review_a_reviewer_sees_every_verdict(
         "/p/demo/runs/q017-r3/figures/",
         "/p/demo/runs/q017-r3/figures/?source=annotator:bob",
         "/p/demo/runs/q017-r3/figures/?helper=1&margin=3",
+        "/p/demo/runs/q017-r3/figures/agreement/",
+        "/p/demo/runs/q017-r3/figures/agreement/?annotator=bob",
         "/p/demo/runs/q017-r3/figures.csv?source=annotator:bob",
         "/p/demo/runs/q017-r3/figures.json?source=annotator:bob",
         "/p/demo/compare/?a=q017-r3&b=q017-r3&source=annotator:bob",
@@ -365,6 +367,15 @@ def test_figures_downloads_comparisons_and_disagreements_are_refused_while_blind
     assert response.status_code == 403
     assert_blind(response, 403)
     assert "attachment" not in response.get("Content-Disposition", "")
+
+
+def test_a_lead_of_a_blind_project_reads_the_figures_and_their_agreement_panel(
+    client, bobs_verdict, lead
+):
+    client.force_login(lead)
+    for path in ("/p/demo/runs/q017-r3/figures/", "/p/demo/runs/q017-r3/figures/agreement/"):
+        assert client.get(path).status_code == 200
+        assert client.get(path, **HTMX).status_code == 200
 
 
 def test_the_run_figures_json_holds_nothing_of_bob_for_a_lead_only(

@@ -3,6 +3,7 @@ from __future__ import annotations
 import csv
 import io
 
+import pytest
 from django.urls import reverse
 
 from cards.models import Claim
@@ -77,7 +78,8 @@ def test_the_dashboard_query_count_is_constant(client, reviewer, django_assert_m
     # retrieval totals, whether the project has another snapshot and then its drift, the
     # counts of response and claim hints, and the page's 50 responses and their claims'
     # hints); one asks whether anybody here judged the run (to offer the imported verdicts
-    # if not).
+    # if not); 2 read the state of the run, under which its roster is kept (one more, the
+    # first time). The agreement panel is loaded after the page, from its own URL.
     with django_assert_max_num_queries(17) as small:
         client.get(figures_url("small"))
     with django_assert_max_num_queries(17) as large:
@@ -85,26 +87,209 @@ def test_the_dashboard_query_count_is_constant(client, reviewer, django_assert_m
     assert len(small.captured_queries) == len(large.captured_queries)
 
 
-def test_the_dashboard_shows_agreement_between_chosen_annotators(
-    client, lead, second_reviewer, demo_runs
+def test_a_second_view_of_the_dashboard_reads_the_state_and_its_page_only(
+    client, reviewer, demo_runs, django_assert_max_num_queries
 ):
-    from cards.models import Claim
-    from cards.services.verdicts import verdict_save
+    client.force_login(reviewer)
+    first = client.get(figures_url("q017-r1")).content.decode().split("<main")[1]
+    # 4 for every request, 2 for the state of the run, 2 for the page's responses (their
+    # rows and their claims' hints): the roster, the figures and the offer are kept.
+    with django_assert_max_num_queries(8):
+        again = client.get(figures_url("q017-r1")).content.decode()
+    assert again.split("<main")[1] == first  # and nothing but the state read again
 
-    for claim in Claim.objects.filter(response__run__run_id="q017-r1"):
+
+def test_figures_kept_for_a_state_are_read_again_after_a_verdict(client, reviewer, demo_runs):
+    client.force_login(reviewer)
+    verdicts = client.get(figures_url("q017-r1")).context["figures"].totals["verdicts"]
+    assert (verdicts["unreviewed"], verdicts["supported"]) == (4, 0)
+    claim = Claim.objects.get(response__run__run_id="q017-r1", key="C-017-2")
+    verdict_save(
+        claim=claim, author=reviewer, support="supported", reason="D-01 gives 30 days.",
+        seen_claim_seq=1, seen_own_seq=None,
+    )  # fmt: skip
+    verdicts = client.get(figures_url("q017-r1")).context["figures"].totals["verdicts"]
+    assert (verdicts["unreviewed"], verdicts["supported"]) == (3, 1)
+
+
+def test_figures_kept_for_a_state_are_read_again_after_a_new_snapshot(client, reviewer, project):
+    from tests.conftest import import_fixture
+
+    import_fixture("q017-r1.jsonl")
+    client.force_login(reviewer)
+    assert "passage_drift" not in client.get(figures_url("q017-r1")).context["prechecks"]
+    import_fixture("q017-r3.jsonl")  # a newer snapshot: D-01 has another text there
+    assert client.get(figures_url("q017-r1")).context["prechecks"]["passage_drift"] == 1
+
+
+@pytest.mark.parametrize("source", ["consensus", "annotator:seed-protocol"])
+def test_a_source_computed_on_demand_shows_what_its_whole_figures_show(
+    client, reviewer, demo_runs, monkeypatch, source
+):
+    import cards.views.figures
+    from cards.metrics import run_metrics
+
+    client.force_login(reviewer)
+    for run_id in ("q017-r1", "p7-answer-a", "resi-r1"):
+        for query in ({"source": source}, {"source": source, "page": "2"}):
+            kept = client.get(figures_url(run_id), query).content.decode()
+            with monkeypatch.context() as patch:
+                patch.setattr(
+                    cards.views.figures,
+                    "page_figures",
+                    lambda *, run, source, state: run_metrics(run=run, source=source),
+                )
+                whole = client.get(figures_url(run_id), query).content.decode()
+            assert kept.split("<main")[1] == whole.split("<main")[1]
+
+
+def test_a_source_computed_on_demand_is_computed_once_per_state(
+    client, reviewer, demo_runs, monkeypatch
+):
+    import cards.dashboard
+
+    client.force_login(reviewer)
+    url = figures_url("q017-r1") + "?source=consensus"
+    first = client.get(url).context["figures"].totals
+    with monkeypatch.context() as patch:
+        patch.setattr(cards.dashboard, "run_metrics", lambda **kwargs: 1 / 0)
+        assert client.get(url).context["figures"].totals == first
+    claim = Claim.objects.get(response__run__run_id="q017-r1", key="C-017-2")
+    verdict_save(
+        claim=claim, author=reviewer, support="supported", reason="D-01 gives 30 days.",
+        seen_claim_seq=1, seen_own_seq=None,
+    )  # fmt: skip
+    assert client.get(url).context["figures"].totals != first
+
+
+def agreement_url(run_id: str) -> str:
+    return reverse("run_agreement", args=["demo", run_id])
+
+
+def bob_finds_every_claim_unsupported(second_reviewer, run_id: str = "q017-r1") -> None:
+    for claim in Claim.objects.filter(response__run__run_id=run_id):
         verdict_save(
             claim=claim, author=second_reviewer, support="unsupported", reason="bob reads it so.",
             seen_claim_seq=1, seen_own_seq=None,
         )  # fmt: skip
+
+
+def test_the_agreement_panel_shows_agreement_between_chosen_annotators(
+    client, lead, second_reviewer, demo_runs
+):
+    bob_finds_every_claim_unsupported(second_reviewer)
     client.force_login(lead)
-    response = client.get(figures_url("q017-r1"), {"annotator": ["bob", "seed-protocol"]})
+    response = client.get(
+        agreement_url("q017-r1"), {"annotator": ["bob", "seed-protocol"]}, HTTP_HX_REQUEST="true"
+    )
     agreement = response.context["agreement"]
     assert agreement.annotators == ["bob", "seed-protocol"]
     assert (agreement.raw.k, agreement.raw.n) == (3, 4)  # seed-protocol says partial on C-017-2
     content = response.content.decode()
+    assert content.lstrip().startswith('<div id="agreement">')
     assert "all agree on <strong>3 / 4</strong>" in content
     assert "95 % interval 0.30 – 0.95" in content  # Wilson for 3/4 (cli.md's example)
     assert "Cohen" in content and "read both reasons and adjudicate" in content
+
+
+def test_the_figures_page_loads_its_agreement_panel_after_it_with_a_link_that_works_alone(
+    client, lead, demo_runs
+):
+    client.force_login(lead)
+    page = client.get(figures_url("q017-r1"), {"annotator": ["seed-protocol", "nobody"]})
+    assert "agreement" not in page.context
+    link = agreement_url("q017-r1") + "?annotator=seed-protocol"
+    content = page.content.decode()
+    assert f'<a href="{link}" hx-get="{link}" hx-trigger="load" hx-target="#agreement"' in content
+    # Without JavaScript the link opens the panel as a page of its own.
+    alone = client.get(link)
+    assert alone.status_code == 200
+    assert alone.context["agreement"].annotators == ["seed-protocol"]
+    text = alone.content.decode()
+    assert "<h1>Agreement on " in text and 'class="crumbs"' in text
+    assert f'action="{agreement_url("q017-r1")}"' in text  # its form stays on that page
+
+
+def test_the_agreement_panel_is_computed_once_per_state_of_the_run(
+    client, lead, second_reviewer, demo_runs, monkeypatch
+):
+    from cards import agreement
+
+    client.force_login(lead)
+    first = client.get(agreement_url("q017-r1"), HTTP_HX_REQUEST="true").context["agreement"]
+    assert first.claims == 0  # only seed-protocol labelled the run
+    monkeypatch.setattr(agreement, "run_agreement", lambda **kwargs: 1 / 0)
+    again = client.get(agreement_url("q017-r1"), HTTP_HX_REQUEST="true").context["agreement"]
+    assert again.as_json() == first.as_json()
+
+
+@pytest.mark.parametrize("change", ["verdict", "withdrawal", "review mark", "member"])
+def test_a_change_after_a_cached_view_shows_the_new_agreement(
+    client, lead, second_reviewer, outsider, demo_runs, change
+):
+    from cards.run_state import runs_state
+    from cards.services.claims import claim_revise
+    from cards.services.reviews import response_mark_complete
+    from evidence.models import Membership, Project, Role
+    from evidence.services import membership_set
+    from replay.models import Run
+
+    def state() -> str:
+        return runs_state(runs=[Run.objects.get(run_id="q017-r1")], scope="figures")
+
+    bob_finds_every_claim_unsupported(second_reviewer)
+    client.force_login(lead)
+    old_state = state()
+    chosen = {"annotator": ["bob", "seed-protocol"]}
+    before = client.get(agreement_url("q017-r1"), chosen).context["agreement"]
+    assert (before.raw.k, before.raw.n) == (3, 4)
+    claim = Claim.objects.get(response__run__run_id="q017-r1", key="C-017-2")
+    if change == "verdict":
+        verdict_save(
+            claim=claim, author=second_reviewer, support="partial", reason="bob reads it again.",
+            seen_claim_seq=1, seen_own_seq=claim.verdicts.get(annotator="bob").seq,
+        )  # fmt: skip
+        expected = (4, 4)
+    elif change == "withdrawal":
+        claim_revise(claim=claim, author=lead, seen_claim_seq=1, withdrawn=True, reason="Dup.")
+        expected = (3, 3)
+    elif change == "review mark":
+        # Nothing an open project counts changes (a blind one's sightings would): the key does.
+        response_mark_complete(response=claim.response, author=second_reviewer)
+        expected = (3, 4)
+    else:
+        # An account named like an imported annotator makes the bare name the account's.
+        outsider.username = "seed-protocol"
+        outsider.save()
+        membership_set(project=Project.objects.get(slug="demo"), user=outsider, role=Role.REVIEWER)
+        assert Membership.objects.filter(user=outsider).exists()
+        expected = (0, 0)
+    after = client.get(agreement_url("q017-r1"), chosen).context["agreement"]
+    assert (after.raw.k, after.raw.n) == expected
+    assert state() != old_state
+
+
+def test_the_agreement_panel_query_count_is_constant(
+    client, reviewer, django_assert_max_num_queries
+):
+    client.force_login(reviewer)
+    import_bytes(bundle_bytes(*synthetic_bundle(run_id="small", cases=2, claims=1)))
+    import_bytes(
+        bundle_bytes(
+            *synthetic_bundle(run_id="large", cases=40, claims=6, revisions=2, snapshot="s2")
+        )
+    )
+    # 9 when computed: 4 for every request (session, user, membership, run), 2 for the
+    # state of the run (its members; its newest claim revision, verdict and review mark),
+    # the roster, the verdicts of the run and its claims' current revisions.
+    with django_assert_max_num_queries(9) as small:
+        client.get(reverse("run_agreement", args=["demo", "small"]), HTTP_HX_REQUEST="true")
+    with django_assert_max_num_queries(9) as large:
+        client.get(reverse("run_agreement", args=["demo", "large"]), HTTP_HX_REQUEST="true")
+    assert len(small.captured_queries) == len(large.captured_queries)
+    # 6 when kept: the state only.
+    with django_assert_max_num_queries(6):
+        client.get(reverse("run_agreement", args=["demo", "large"]), HTTP_HX_REQUEST="true")
 
 
 def test_the_per_case_table_pages_through_every_case(client, lead):

@@ -9,6 +9,7 @@ are compared with the streamed ones, response by response and in total.
 from __future__ import annotations
 
 import json
+import pickle
 import random
 import re
 
@@ -16,10 +17,12 @@ import pytest
 from django.db.models import Q
 from django.urls import reverse
 
+import cards.dashboard
 import cards.metrics
 import cards.views.figures
+from cards.annotators import roster_of
 from cards.dashboard import precheck_counts
-from cards.metrics import stored_run_figures, streamed_run_metrics
+from cards.metrics import run_metrics, stored_run_figures, streamed_run_metrics
 from cards.models import Claim, ClaimTally, ResponseTally, RunTally
 from cards.services.claims import claim_create, claim_revise
 from cards.services.reviews import response_mark_complete
@@ -56,6 +59,16 @@ def assert_stored_figures_are_current(run: Run) -> None:
     assert stored.hint_counts == precheck_counts(streamed)
     # The same JSON, byte for byte: keys in the same order (pages print them in order).
     assert json.dumps(stored.as_json()) == json.dumps(streamed.as_json())
+    # Another source: retrieval and pre-checks read from the same rows, claims computed.
+    for source in (Source("consensus"), *(Source.of(a) for a in roster_of(runs=[run]).annotators)):
+        reference = streamed_run_metrics(run=run, source=source)
+        assert json.dumps(run_metrics(run=run, source=source).as_json()) == json.dumps(
+            reference.as_json()
+        ), source.label
+    # As the figures page keeps them in the cache (`kept_run_metrics`) and reads them back.
+    kept = pickle.loads(pickle.dumps(stored))
+    assert list(kept.per_response) == streamed.per_response
+    assert (kept.totals, kept.hint_counts) == (stored.totals, stored.hint_counts)
 
 
 def test_the_stored_figures_of_every_demo_run_equal_the_streamed_ones(demo_runs):
@@ -246,7 +259,12 @@ def test_the_figures_pages_read_from_the_stored_rows_are_those_computed_before(
         for query in ["", "?page=2"] if suffix == "figures" else [""]:
             from_rows = client.get(url + query)
             with monkeypatch.context() as patch:
-                patch.setattr(cards.views.figures, "run_metrics", streamed_run_metrics)
+                for module in (cards.views.figures, cards.dashboard):
+                    patch.setattr(
+                        module,
+                        "kept_run_metrics",
+                        lambda *, run, source, state: streamed_run_metrics(run=run, source=source),
+                    )
                 computed = client.get(url + query)
             assert from_rows.status_code == computed.status_code == 200
             assert CSRF.sub(b"", from_rows.content) == CSRF.sub(b"", computed.content)

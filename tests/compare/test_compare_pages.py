@@ -9,12 +9,13 @@ from django.db import connection
 from django.test.utils import CaptureQueriesContext
 
 from cards.models import Claim
+from cards.run_state import roster_for
 from cards.services.claims import claim_create
 from cards.services.reviews import response_mark_complete
 from cards.verdicts import Source
 from compare import pages
 from compare.comparison import compare_runs
-from compare.pages import PAIRS_PER_PAGE, compared_page, comparison_state, roster_for
+from compare.pages import PAIRS_PER_PAGE, compared_page, comparison_state
 from compare.rows import filter_pairs, summary_band
 from evidence.canonical import text_sha256
 from replay.models import Response, Run
@@ -31,7 +32,7 @@ def runs(a: str = "r1", b: str = "r2") -> tuple[Run, Run]:
 
 def page_view(run_a: Run, run_b: Run, source: Source, show: str = "all", page=1) -> dict:
     state = comparison_state(run_a=run_a, run_b=run_b)
-    roster = roster_for(run_a=run_a, run_b=run_b, state=state)
+    roster = roster_for(runs=[run_a, run_b], state=state)
     compared = compared_page(
         run_a=run_a, run_b=run_b, roster=roster, source=source, state=state, show=show,
         page_number=page,
@@ -158,7 +159,7 @@ def test_a_page_shows_both_answers_and_the_one_answer_of_a_missing_case(mixed_ru
     run_a, run_b = mixed_runs
     state = comparison_state(run_a=run_a, run_b=run_b)
     compared = compared_page(
-        run_a=run_a, run_b=run_b, roster=roster_for(run_a=run_a, run_b=run_b, state=state),
+        run_a=run_a, run_b=run_b, roster=roster_for(runs=[run_a, run_b], state=state),
         source=SEED, state=state, show="not_comparable", page_number=1,
     )  # fmt: skip
     pairs = {row["pair"].case_id: row["pair"] for row in compared.rows}

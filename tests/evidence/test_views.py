@@ -102,6 +102,9 @@ PROJECT_URLS = {
     "p/<slug:slug>/runs/<str:run_id>/unblind/": "/p/demo/runs/q017-r1/unblind/",
     "p/<slug:slug>/runs/<str:run_id>/disagreements/": "/p/demo/runs/q017-r1/disagreements/",
     "p/<slug:slug>/runs/<str:run_id>/figures/": "/p/demo/runs/q017-r1/figures/",
+    "p/<slug:slug>/runs/<str:run_id>/figures/agreement/": (
+        "/p/demo/runs/q017-r1/figures/agreement/"
+    ),
     "p/<slug:slug>/runs/<str:run_id>/figures.csv": "/p/demo/runs/q017-r1/figures.csv",
     "p/<slug:slug>/runs/<str:run_id>/figures.json": "/p/demo/runs/q017-r1/figures.json",
     "p/<slug:slug>/runs/<str:run_id>/cases/<str:case_id>/": "/p/demo/runs/q017-r1/cases/Q-017/",
