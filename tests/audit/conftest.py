@@ -19,9 +19,8 @@ def collect_abandoned_zips() -> Iterator[None]:
 
     What lived before the test (Django, the apps, the test modules: some 130,000 objects)
     is frozen meanwhile: walking it cost 0.1-0.15 s a test, more than most of these tests.
-    A zip the test abandoned was made during the test, so it is never frozen. (An import
-    in the test unfreezes everything, ingest.services.bundle_import: that test then walks
-    it all, as before.)
+    A zip the test abandoned was made during the test, so it is not frozen (unless the
+    test imports after abandoning it: the import freezes what exists, until we unfreeze).
     """
     gc.freeze()
     try:
