@@ -10,6 +10,7 @@ once per test: see `PreparedData`.
 
 from __future__ import annotations
 
+import fcntl
 import io
 import json
 import os
@@ -290,8 +291,26 @@ def demo_sqlite(request, tmp_path_factory) -> Path:
 
     Migrating costs seconds: the servers and commands that tests run in subprocesses
     start from copies of this one file (`sqlite_copy`) instead of each migrating their own.
+    Under xdist the workers share one, made by the first that needs it (the others wait
+    on a lock beside it): a `load_demo` is 3-4 s of CPU.
     """
-    path = tmp_path_factory.mktemp("demo-sqlite") / "demo.sqlite3"
+    if os.environ.get("PYTEST_XDIST_WORKER"):
+        folder = tmp_path_factory.getbasetemp().parent  # this run's, shared by its workers
+    else:
+        folder = tmp_path_factory.mktemp("demo-sqlite")
+    path = folder / "demo.sqlite3"
+    with (folder / "demo.sqlite3.lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        if not path.exists():
+            # Made beside it and renamed: a worker that finds the file finds it whole.
+            partial = folder / "demo-partial.sqlite3"
+            partial.unlink(missing_ok=True)
+            _make_demo_sqlite(request, partial)
+            os.replace(partial, path)
+    return path
+
+
+def _make_demo_sqlite(request, path: Path) -> None:
     env = sqlite_env(path)
     manage = [sys.executable, str(ROOT / "manage.py")]
     if connection.vendor == "sqlite":
@@ -312,7 +331,6 @@ def demo_sqlite(request, tmp_path_factory) -> Path:
     )
     if done.returncode:
         raise RuntimeError(f"load_demo failed on the demo file:\n{done.stderr[-400:]}")
-    return path
 
 
 def sqlite_env(path: Path) -> dict[str, str]:

@@ -3,14 +3,12 @@
 from __future__ import annotations
 
 import csv
-import gc
 import io
 import json
 import os
 import subprocess
 import sys
 from collections import Counter
-from collections.abc import Iterator
 from datetime import timedelta
 
 import pytest
@@ -95,14 +93,12 @@ def downloaded(client, query: str = "") -> bytes:
 
 # An export that fails half-way closes its zip (ZipStream.abandon): one left to the garbage
 # collector would write to a closed file. Collected after each test and made an error, so
-# such a regression fails here rather than echoing in whichever test runs next.
-pytestmark = pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")
-
-
-@pytest.fixture(autouse=True)
-def collect_abandoned_zips() -> Iterator[None]:
-    yield
-    gc.collect()
+# such a regression fails here rather than echoing in whichever test runs next
+# (tests/audit/conftest.py).
+pytestmark = [
+    pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning"),
+    pytest.mark.usefixtures("collect_abandoned_zips"),
+]
 
 
 @pytest.fixture

@@ -9,7 +9,6 @@ name the rows, and leave nothing at the --out path.
 
 from __future__ import annotations
 
-import gc
 import sqlite3
 import subprocess
 import sys
@@ -35,14 +34,12 @@ from tests.conftest import ROOT, sqlite_copy, sqlite_env
 D01 = "D-01@returns-v4#p04"
 # A refused export closes its half-written zip (ZipStream.abandon): one left to the garbage
 # collector would write to a closed file. Collected after each test and made an error, so
-# such a regression fails here rather than echoing in whichever test runs next.
-pytestmark = pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning")
-
-
-@pytest.fixture(autouse=True)
-def collect_abandoned_zips() -> Iterator[None]:
-    yield
-    gc.collect()
+# such a regression fails here rather than echoing in whichever test runs next
+# (tests/audit/conftest.py).
+pytestmark = [
+    pytest.mark.filterwarnings("error::pytest.PytestUnraisableExceptionWarning"),
+    pytest.mark.usefixtures("collect_abandoned_zips"),
+]
 
 
 def execute(sql: str, params: list | None = None) -> None:

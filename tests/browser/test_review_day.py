@@ -162,8 +162,10 @@ def test_a_blank_reason_is_refused_in_place_and_keeps_every_typed_text(both, ser
     ]
 
 
-def test_what_is_typed_in_a_cards_other_forms_survives_its_swap(both):
-    page, url = both("lead", edit=disagreeing)
+# With DEBUG on only: both refusals are a view's own 400 answer, which DEBUG does not change
+# (the blank reason above is refused with DEBUG off too); what is kept is the page's work.
+def test_what_is_typed_in_a_cards_other_forms_survives_its_swap(debug):
+    page, url = debug("lead", edit=disagreeing)
     claim = card(page, "C-017-2")
     open_card(claim)
     claim.get_by_role("link", name="Rewrite, relink or withdraw").click()
@@ -255,8 +257,10 @@ def test_a_403_is_shown_in_the_card_with_the_typed_text_kept(both):
     assert [p for p in page.console_problems if "status of 403" not in p] == []
 
 
-def test_a_server_failure_or_lost_connection_is_said_in_place(both):
-    page, url = both("bob")
+# With DEBUG on only: the failure and the lost connection are made by the test's route, not
+# by the server, so DEBUG cannot change them.
+def test_a_server_failure_or_lost_connection_is_said_in_place(debug):
+    page, url = debug("bob")
     form = verdict_form(page, "C-017-2")
     form.get_by_role("radio", name="Partial", exact=True).check()
     form.get_by_label("Reason").fill("Typed before the failure.")

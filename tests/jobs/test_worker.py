@@ -7,6 +7,7 @@ leaves nothing behind, and its job is swept to failed.
 
 from __future__ import annotations
 
+import errno
 import json
 import os
 import signal
@@ -15,8 +16,8 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import closing
+from collections.abc import Callable, Iterator
+from contextlib import closing, contextmanager
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
@@ -123,6 +124,49 @@ def bundle(tmp_path: Path, run_id: str, cases: int) -> Path:
     return path
 
 
+def slow_upload(database: Database, code: str) -> bytes:
+    """The job's stored upload replaced by a pipe, and its bytes, for `feed` to write.
+
+    The job then runs for as long as the test takes to write them: a stop or a kill
+    reaches it mid-import whatever the machine's speed. (Before, a 3,000-case import made
+    the job long enough, 4 s a test.)
+    """
+    path = Path(database.env["JOBS_DIR"]) / f"{code}.upload"
+    data = path.read_bytes()
+    path.unlink()
+    os.mkfifo(path)
+    return data
+
+
+@contextmanager
+def feed(process: subprocess.Popen, database: Database, code: str) -> Iterator[Callable]:
+    """Once the worker's job has opened its upload (`slow_upload`), a function that writes
+    bytes to it; the upload ends when the block does."""
+    path = Path(database.env["JOBS_DIR"]) / f"{code}.upload"
+    deadline = time.monotonic() + 60
+    while True:
+        try:  # Without a reader yet, a non-blocking open is refused (ENXIO), not held.
+            fd = os.open(path, os.O_WRONLY | os.O_NONBLOCK)
+            break
+        except OSError as exc:
+            if exc.errno != errno.ENXIO or process.poll() is not None:
+                raise AssertionError(f"the worker never read job {code}'s upload") from exc
+            if time.monotonic() > deadline:
+                raise AssertionError(f"job {code} did not start") from exc
+            time.sleep(0.05)
+    os.set_blocking(fd, True)
+
+    def send(data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            view = view[os.write(fd, view) :]
+
+    try:
+        yield send
+    finally:
+        os.close(fd)
+
+
 def wait_until_running(database: Database, code: str, *, lines: int = 1) -> None:
     """Until the job's worker has reported reading `lines` lines."""
     progress = Path(database.env["JOBS_DIR"]) / f"{code}.progress"
@@ -160,12 +204,15 @@ def test_a_queued_import_is_run_by_the_database_worker(database, tmp_path):
 
 def test_a_worker_told_to_stop_finishes_its_job_and_leaves_the_next_queued(database, tmp_path):
     running, waiting = queue(
-        database, bundle(tmp_path, "long-r1", cases=3000), bundle(tmp_path, "next-r1", cases=1)
+        database, bundle(tmp_path, "long-r1", cases=100), bundle(tmp_path, "next-r1", cases=1)
     )
+    lines = slow_upload(database, running).splitlines(keepends=True)
     process = worker(database)
-    wait_until_running(database, running)
-    process.send_signal(signal.SIGTERM)
-    output, _ = process.communicate(timeout=300)
+    with feed(process, database, running) as send:  # the job has opened its upload: it runs
+        send(b"".join(lines[:300]))
+        process.send_signal(signal.SIGTERM)
+        send(b"".join(lines[300:]))
+    output, _ = process.communicate(timeout=120)
     assert process.returncode == 0, output
     assert database.job(running)["state"] == "done"
     assert database.runs("long-r1") == 1
@@ -177,11 +224,17 @@ def test_a_worker_killed_mid_import_leaves_nothing_and_its_job_fails(database, t
         "SELECT (SELECT count(*) FROM replay_response), (SELECT count(*) FROM evidence_passage)"
     )
     before = database.rows(counted)
-    (code,) = queue(database, bundle(tmp_path, "killed-r1", cases=3000))
-    process = worker(database)
-    wait_until_running(database, code, lines=2000)
-    process.kill()
-    process.wait(timeout=30)
+    (code,) = queue(database, bundle(tmp_path, "killed-r1", cases=600))
+    lines = slow_upload(database, code).splitlines(keepends=True)
+    # The heartbeat writes the lines read while the job waits for more.
+    process = worker(Database(database.env | {"JOB_HEARTBEAT_SECONDS": "1"}))
+    with feed(process, database, code) as send:
+        # 1.2 MB: the import reads 1 MB at a time (ingest.bundle.open_bundle).
+        send(b"".join(lines[:2700]))
+        # 2,000 lines read: 333 cases, 13 batches of 25 written in the import's transaction.
+        wait_until_running(database, code, lines=2000)
+        process.kill()
+        process.wait(timeout=30)
     assert database.job(code)["state"] == "running"  # until someone looks
     time.sleep(1.1)
     sweep = "from jobs.services import jobs_sweep; print(jobs_sweep())"
