@@ -145,6 +145,10 @@ class VerdictRecord(NamedTuple):
 type AnyVerdict = VerdictRevision | VerdictRecord | VerdictLine
 
 
+# The newest history entries a whole card shows until asked for all (`?history=all`).
+HISTORY_SHOWN = 20
+
+
 @dataclass
 class Card:
     claim: Claim | ClaimLine
@@ -171,6 +175,12 @@ class Card:
     # Built from the page's narrow read (lines, not model rows: no history, no older
     # revisions): it can only be shown compact.
     lines: bool = False
+    # Each annotator's newest verdict (per origin) the viewer may see, newest first: the
+    # card's list of verdicts (the history holds the superseded ones).
+    lines_newest: list[AnyVerdict] = field(default_factory=list)
+    # How many history entries a whole card shows, newest first (None: all of them). A
+    # claim judged hundreds of times made every save answer with hundreds of entries.
+    history_limit: int | None = HISTORY_SHOWN
     # A whole card's verdicts and history entries, rendered and joined (cards.views.card_cache).
     others_html: str = ""
     verdicts_html: str = ""
@@ -179,6 +189,16 @@ class Card:
     @property
     def withdrawn(self) -> bool:
         return self.revision.withdrawn
+
+    @property
+    def history_shown(self) -> list[HistoryEntry]:
+        if self.history_limit is None:
+            return self.history
+        return self.history[: self.history_limit]
+
+    @property
+    def history_hidden(self) -> int:
+        return len(self.history) - len(self.history_shown)
 
     @property
     def reason_line(self) -> str:
@@ -576,6 +596,7 @@ def _card(
         attached=[passages[r] for r in current_revision.citations if r in passages],
         hints=[],
         others=[v for v in newest.values() if v.author_id != viewer_id],
+        lines_newest=list(newest.values()),
         disagree=len({v.support for v in labels.values()}) > 1,
         blind=blind,
         informed=informed,

@@ -129,23 +129,24 @@ def whole_rows(card: Card) -> Card:
     """
     version, blind = _version(), f"{card.blind:d}"
     informed = card.informed
-    verdicts = [f"review-verdict:{version}:{v.sha256}:{v.pk in informed:d}" for v in card.verdicts]
+    shown = card.lines_newest
+    verdicts = [f"review-verdict:{version}:{v.sha256}:{v.pk in informed:d}" for v in shown]
     # An entry's body does not show whether it is superseded (its opening tag does): the
     # verdict a save supersedes keeps its body, and a save renders one entry, not two.
     history = [
         f"review-history:{version}:{e.kind}:{e.row.sha256}:{e.informed:d}{blind}"
-        for e in card.history
+        for e in card.history_shown
     ]
-    opening = [f"review-history-open:{version}:{e.superseded:d}" for e in card.history]
+    opening = [f"review-history-open:{version}:{e.superseded:d}" for e in card.history_shown]
     # The header's other annotators' labels: a save of mine leaves theirs as they were.
     others = [f"review-other:{version}:{v.sha256}" for v in card.others]
     found = fragments.get_many(verdicts + history + list(set(opening)) + others)
     fresh = {}
     for keys, rows, partial, name in (
         (others, card.others, "other-label", "v"),
-        (verdicts, card.verdicts, "verdict-item", "v"),
-        (history, card.history, "history-body", "entry"),
-        (opening, card.history, "history-open", "entry"),
+        (verdicts, shown, "verdict-item", "v"),
+        (history, card.history_shown, "history-body", "entry"),
+        (opening, card.history_shown, "history-open", "entry"),
     ):
         for key, row in zip(keys, rows, strict=True):
             if key not in found:

@@ -74,7 +74,9 @@ def case_detail(request: HtmxHttpRequest, slug: str, run_id: str, case_id: str) 
         return render(request, template, context)
     kept = take_kept(request, page)
     if shown:
-        page.card(shown)  # 404 for a claim not of this case
+        card = page.card(shown)  # 404 for a claim not of this case
+        if request.GET.get("history") == "all":
+            card.history_limit = None
     context = page_context(page, kept=kept, only=shown or None)
     context = query_and_help(answer_section(passages_section(compact_cards(context))))
     return render(request, "cards/review.html", add_claim_body(context))
@@ -88,10 +90,14 @@ def card_detail(
     membership, run, claim, revisions = claim_for_member(
         user=request.user, slug=slug, run_id=run_id, case_id=case_id, key=key
     )
+    whole_history = request.GET.get("history") == "all"
     if not request.htmx:
         url = reverse("case_detail", args=[slug, run_id, case_id])
-        return redirect(f"{url}?{urlencode({'card': key})}#card-{key}")  # the page, it whole
+        query = {"card": key, **({"history": "all"} if whole_history else {})}
+        return redirect(f"{url}?{urlencode(query)}#card-{key}")  # the page, it whole
     card = review_card(run=run, claim=claim, membership=membership, revisions=revisions)
+    if whole_history:
+        card.history_limit = None
     card_forms(card, membership, None)
     return render(request, "cards/review.html#card", card_context(card, membership))
 

@@ -10,7 +10,7 @@ from cards.models import VerdictRevision
 from cards.selectors import VerdictRecord, card_passages, frozen_rows
 from cards.services.claims import claim_revise
 from cards.views.card_cache import fragments
-from tests.cards.conftest import case_url, judge, page_for
+from tests.cards.conftest import case_url, judge, page_for, verdict_url
 
 HTMX = {"HTTP_HX_REQUEST": "true"}
 
@@ -220,3 +220,55 @@ def test_a_verdict_record_has_the_fields_of_a_verdict_revision_in_their_order():
     names = [f.attname for f in VerdictRevision._meta.concrete_fields]
     fields = [name.removesuffix("_json") for name in VerdictRecord._fields]
     assert fields == ["pk", *names[1:]] and names[0] == "id"
+
+
+# --- a claim judged again and again --------------------------------------------------------
+
+
+def test_a_whole_card_shows_the_newest_history_and_each_annotators_newest_verdict(
+    client, claim, reviewer, second_reviewer
+):
+    from cards.selectors import HISTORY_SHOWN
+
+    for n in range(HISTORY_SHOWN + 4):
+        judge(claim, reviewer, "partial", f"Reading {n}.")
+    judge(claim, second_reviewer, "unsupported", "Bob.")
+    total = HISTORY_SHOWN + 4 + 1 + 1  # the verdicts and the claim's own revision
+    client.force_login(reviewer)
+    card = whole_card(client, claim.key)
+    history = card.split('class="history-list"')[1].split("</ol>")[0]
+    assert history.count("<li") == HISTORY_SHOWN
+    assert f'start="{total}"' in card  # the entries keep their place in the whole chain
+    assert f"{total - HISTORY_SHOWN} older entries not shown." in card
+    assert "Show the whole history" in card and "Reading 0." not in history
+    # The list of verdicts: each annotator's newest; the superseded ones are in the history.
+    verdicts = card.split('class="verdicts"')[1].split("</ul>")[0]
+    assert verdicts.count("<li") == 2
+    assert "Reading 23." in verdicts and "Bob." in verdicts and "Reading 22." not in verdicts
+    # The whole history on demand: in place, and as the page without JavaScript.
+    url = case_url("q017-r3", "Q-017", "card_detail", claim.key) + "?history=all"
+    whole = client.get(url, **HTMX).content.decode()
+    assert whole.split('class="history-list"')[1].split("</ol>")[0].count("<li") == total
+    assert "older entries not shown" not in whole
+    plain = client.get(url)
+    assert plain.status_code == 302 and "history=all" in plain.url
+    page = client.get(plain.url).content.decode()
+    assert "Reading 0." in page and "older entries not shown" not in page
+
+
+def test_a_save_answers_with_a_card_that_does_not_grow_with_its_chain(client, claim, reviewer):
+    from cards.selectors import HISTORY_SHOWN
+
+    client.force_login(reviewer)
+    sizes = []
+    for n in range(HISTORY_SHOWN + 10):
+        mine = claim.verdicts.filter(author=reviewer).order_by("-seq").first()
+        answer = client.post(
+            verdict_url("q017-r3", "Q-017", claim.key),
+            {"support": "partial", "reason": f"Reading {n:02}.", "seen_claim_seq": 1,
+             "seen_own_seq": mine.seq if mine else ""},
+            **HTMX,
+        )  # fmt: skip
+        assert answer.status_code == 200
+        sizes.append(len(answer.content))
+    assert max(sizes[HISTORY_SHOWN:]) - min(sizes[HISTORY_SHOWN:]) < 200
