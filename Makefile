@@ -29,6 +29,7 @@ help:
 	@echo "make test   install and run the whole test suite (DATABASE_URL picks the database)"
 	@echo "make lint   import layers, ruff check, ruff format --check, makemigrations --check"
 	@echo "make messages   gather the interface's strings into locale/*/django.po (docs/i18n.md)"
+	@echo "make fuzz   the API's fuzz test, 100 examples per operation under eight hash seeds (docs/testing.md)"
 
 $(VENV)/.installed: pyproject.toml
 	@if [ -z "$(BASE_PYTHON)" ]; then \
