@@ -19,6 +19,7 @@ from django.core.files.uploadedfile import TemporaryUploadedFile, UploadedFile
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.views.decorators.csrf import csrf_exempt
 
+from api.openapi import document
 from api.selectors import valid_token
 from api.services import token_used
 from api.tokens import token_from_header
@@ -45,8 +46,6 @@ UNKNOWN_PARAMETER = (
 
 @functools.cache
 def _query_names(route: str, method: str) -> frozenset[str]:
-    from api.openapi import document  # the document imports nothing of this module's users
-
     path = "/" + re.sub(r"<(?:\w+:)?(\w+)>", r"{\1}", route).removeprefix("api/")
     operation = document()["paths"].get(path, {}).get(method.lower(), {})
     return frozenset(p["name"] for p in operation.get("parameters", []) if p["in"] == "query")
