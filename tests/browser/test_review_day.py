@@ -594,6 +594,34 @@ def test_a_leads_card_shows_every_label_marks_superseded_and_adjudicates_disagre
     assert page.console_problems == []
 
 
+def many_readings(lines: list[dict]) -> None:
+    """25 imported judges of C-017-2 beside seed-protocol: a history longer than a card shows."""
+    lines[-1]["claims"][1]["judgements"].extend(
+        {"annotator": f"judge-{n:02}", "support": "partial", "reason": f"Reading {n:02}."}
+        for n in range(25)
+    )
+
+
+def test_a_long_history_shows_its_newest_entries_and_the_rest_on_demand(debug):
+    from cards.selectors import HISTORY_SHOWN
+
+    page, url = debug("lead", edit=many_readings)
+    total = 1 + 1 + 25  # the claim's revision, seed-protocol's verdict, the 25 readings
+    open_card(card(page, "C-017-2"))
+    history = card(page, "C-017-2").locator("details.history")
+    history.locator("summary").click()
+    expect(history.locator("ol.history-list > li")).to_have_count(HISTORY_SHOWN)
+    expect(history).to_contain_text(f"{total - HISTORY_SHOWN} older entries not shown.")
+    history.get_by_role("link", name=re.compile(r"^Show the whole history")).click()
+    history = card(page, "C-017-2").locator("details.history")  # the card was swapped
+    expect(history).not_to_contain_text("older entries not shown")
+    history.locator("summary").click()
+    expect(history.locator("ol.history-list > li")).to_have_count(total)
+    expect(history.locator("ol.history-list")).to_have_attribute("start", str(total))
+    assert page.failed_requests == []
+    assert page.console_problems == []
+
+
 def test_without_javascript_a_case_is_split_relinked_judged_and_completed(plain):
     page, url = plain("alice", "q017-r3.jsonl", edit=uncited)
     open_card(card(page, "c1"))  # the page with c1 whole

@@ -272,3 +272,17 @@ def test_a_save_answers_with_a_card_that_does_not_grow_with_its_chain(client, cl
         assert answer.status_code == 200
         sizes.append(len(answer.content))
     assert max(sizes[HISTORY_SHOWN:]) - min(sizes[HISTORY_SHOWN:]) < 200
+
+
+def test_a_pages_kept_pre_checks_see_a_passage_drift_that_came_after_them(client, reviewer):
+    # The drift is in the key of the kept pre-checks (cards.selectors.page_hints): a newer
+    # snapshot changes what they say without any change to the claims.
+    from tests.conftest import import_fixture
+
+    import_fixture("q017-r1.jsonl")
+    client.force_login(reviewer)
+    url = case_url("q017-r1", "Q-017")
+    assert "passage_drift" not in client.get(url).context["page"].response_hints
+    import_fixture("q017-r3.jsonl")  # a newer snapshot: D-01 has another text there
+    hints = client.get(url).context["page"].response_hints
+    assert hints["passage_drift"] == ["D-01@returns-v4#p04"]
