@@ -205,6 +205,22 @@ def browser():
         browser.close()
 
 
+def _request_failed(page, request) -> None:
+    """A request that got no answer is a failure, but for a GET the browser cancelled itself.
+
+    A page that loads a panel after it (`hx-trigger="load"`) and is left before the panel
+    arrives has that GET cancelled by the browser (`net::ERR_ABORTED`): nothing of the app
+    failed, and a test that clicks on quickly would fail by chance (CI saw it twice). Such
+    GETs are kept apart in `page.aborted_requests`; a POST cancelled so is still a failure
+    (a save lost), and so is every other error (refused, reset, empty answer).
+    """
+    what = f"{request.method} {request.url} failed"
+    if request.method == "GET" and request.failure == "net::ERR_ABORTED":
+        page.aborted_requests.append(what)
+    else:
+        page.failed_requests.append(f"{what} ({request.failure})")
+
+
 def _new_page(browser, server: LiveServer, options: dict):
     context = browser.new_context(
         base_url=server.url, viewport={"width": 1280, "height": 900}, **options
@@ -228,10 +244,8 @@ def _new_page(browser, server: LiveServer, options: dict):
         "__reportViolation", lambda what: page.console_problems.append(f"CSP: {what}")
     )
     context.add_init_script(CSP_LISTENER)
-    page.on(
-        "requestfailed",
-        lambda request: page.failed_requests.append(f"{request.method} {request.url} failed"),
-    )
+    page.aborted_requests = []
+    page.on("requestfailed", lambda request: _request_failed(page, request))
     page.on(
         "response",
         lambda response: (
@@ -279,6 +293,7 @@ def _open_page(browser, pages: dict, server: LiveServer, **options):
     page.context.clear_cookies()
     page.console_problems.clear()
     page.failed_requests.clear()
+    page.aborted_requests.clear()
 
 
 CSP_LISTENER = """document.addEventListener("securitypolicyviolation", (event) => {

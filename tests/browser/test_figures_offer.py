@@ -26,6 +26,8 @@ def test_the_figures_of_a_run_nobody_judged_open_the_imported_verdicts_in_one_cl
     expect(
         page.get_by_role("heading", name="No reviewer of this project has judged")
     ).to_be_visible()
+    # The agreement panel loads after the page: let it arrive (and be judged) before leaving.
+    expect(page.locator("#agreement a[hx-get]")).to_have_count(0)
     page.get_by_role("link", name="Show the figures of seed-protocol").click()
     page.wait_for_url(re.compile(r"source=annotator%3Aseed-protocol"))
     expect(page.locator("#source")).to_have_value("annotator:seed-protocol")
