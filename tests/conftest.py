@@ -28,6 +28,7 @@ from django.contrib.auth.models import User
 from django.core.cache import cache
 from django.db import connection, transaction
 from django.test import override_settings
+from django.utils import translation
 from hypothesis import settings as hypothesis_settings
 from psycopg import pq
 
@@ -206,6 +207,16 @@ def _frozen_rows() -> None:
     frozen_rows.clear()
     card_passages.clear()
     page_hints.clear()
+
+
+@pytest.fixture(autouse=True)
+def _language() -> Iterator[None]:
+    """Each test starts in the default language: LocaleMiddleware activates a request's
+    language in the thread and leaves it there, so a test after an Italian page would
+    otherwise read Italian (a test of the deals failed so after tests/test_i18n.py)."""
+    translation.deactivate()
+    yield
+    translation.deactivate()
 
 
 @pytest.hookimpl(tryfirst=True)
