@@ -19,6 +19,14 @@ FACT_STATUS_TITLES = {
     "unreviewed": pgettext_lazy("a fact's status", "Unreviewed"),
 }
 
+# The rows of the replay metadata the application adds after the run's own `system` keys
+# (those are the bundle's field names, shown as codes).
+METADATA_TITLES = {
+    "snapshot": _("Snapshot"),
+    "locale": _("Locale of the data"),
+    "generated": _("Generated"),
+}
+
 # Why a pair is not comparable: the part of a reason before its colon
 # (`passage_drift: REF old→new`).
 REASON_TITLES = {

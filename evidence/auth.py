@@ -14,7 +14,7 @@ from django.contrib.auth.backends import ModelBackend
 from django.contrib.auth.forms import AuthenticationForm
 from django.core.cache import cache
 from django.db import connections, router
-from django.utils.translation import gettext_lazy
+from django.utils.translation import ngettext_lazy
 
 from evidence.rows import Columns, prepared_cursor
 
@@ -31,9 +31,12 @@ class LoginThrottle(AuthenticationForm):
     """
 
     error_messages = AuthenticationForm.error_messages | {
-        "throttled": gettext_lazy(
+        "throttled": ngettext_lazy(
             "Too many failed logins for this account or from this address. "
-            "Wait %(minutes)s minutes, then try again."
+            "Wait %(minutes)s minute, then try again.",
+            "Too many failed logins for this account or from this address. "
+            "Wait %(minutes)s minutes, then try again.",
+            "minutes",
         ),
     }
 

@@ -5,7 +5,10 @@ Three checks keep the Italian whole, and name what is missing:
 - the catalog holds every string the code and the templates mark (`make messages` was run),
 - every Italian msgstr is written and none is fuzzy,
 - every main page, rendered in Italian with the demo data, shows none of the catalog's
-  English strings of two words or more: not in its text, not in its attributes.
+  English strings of two words or more (not in its text, not in its attributes), no text of
+  its own that is a one-word English entry of the catalog, and no snake_case or source code
+  (`qualifier_dropped`, `default`, `annotator:NAME`) outside the places that show codes on
+  purpose (`mono`, `code`, `kbd`, attributes).
 
 English stays the default: a request that asks for nothing gets the English pages the
 rest of the suite reads.
@@ -18,6 +21,7 @@ import html
 import re
 import shutil
 from dataclasses import dataclass, field
+from html.parser import HTMLParser
 from pathlib import Path
 
 import pytest
@@ -32,14 +36,16 @@ from django.utils.functional import Promise
 from django.utils.translation import override
 
 from cards.dashboard import FIGURE_TITLES
-from cards.models import Claim
+from cards.models import Claim, Diagnosis
 from cards.views.card_cache import fragments
 from compare.labels import FACT_STATUS_TITLES, REASON_TITLES
 from compare.reports import comparison_json
+from evidence.models import Role
+from evidence.services import project_create
 from jobs.models import Job
 from replay.models import Run
 from tests.cards.conftest import judge
-from tests.conftest import bundle_bytes
+from tests.conftest import _member, bundle_bytes
 from tests.factories import synthetic_bundle
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -104,6 +110,66 @@ def english_phrases(entries: list[Entry]) -> set[str]:
                 if len(re.findall(r"[A-Za-z]{2,}", piece)) >= 2 and piece not in italian:
                     phrases.add(piece)
     return phrases
+
+
+def english_words(entries: list[Entry]) -> set[str]:
+    """The catalog's one-word English entries ("Verdicts", "undefined") that no translation
+    writes as a word of its own: the phrases above leave them out."""
+    italian = {w.lower() for e in entries for s in e.msgstrs for w in re.findall(r"\w+", s)}
+    words = {
+        text.strip(" .:").lower()
+        for entry in entries
+        for text in filter(None, (entry.msgid, entry.plural))
+        if re.fullmatch(r"[A-Za-z]{3,}", text.strip(" .:"))
+    }
+    return words - italian
+
+
+# A code a page must show by its title: snake_case (`qualifier_dropped`, `support_assessed`),
+# and the figures' sources as written in a URL (`default`, `consensus`, `annotator:NAME`).
+CODE = re.compile(r"\b[a-z][a-z0-9]*(?:_[a-z0-9]+)+\b|\b(?:default|consensus)\b|\bannotator:")
+# Data that happens to be a catalog word or a code: the lead persona's username ("lead", a
+# role in the catalog). Codes shown as codes on purpose are marked `mono`, not listed here.
+SHOWN_AS_DATA = {"lead"}
+
+
+class VisibleText(HTMLParser):
+    """The text a reader sees, one string per text node (and the labels a screen reader
+    reads): not scripts and styles, not what the page marks as a code (`mono`, `code`,
+    `kbd`), not attributes such as `title` and `value` that keep codes on purpose."""
+
+    CODE_TAGS = {"code", "kbd", "samp", "script", "style"}
+    VOID = {"area", "base", "br", "col", "embed", "hr", "img", "input", "link", "meta",
+            "source", "track", "wbr"}  # fmt: skip
+
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.stack: list[bool] = []  # for each open element: is it a code?
+        self.texts: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        values = dict(attrs)
+        inside = bool(self.stack and self.stack[-1])
+        code = inside or tag in self.CODE_TAGS or "mono" in (values.get("class") or "").split()
+        if not code:
+            read = ("aria-label", "placeholder", "alt")
+            self.texts += [values[name] for name in read if values.get(name)]
+        if tag not in self.VOID:
+            self.stack.append(code)
+
+    def handle_endtag(self, tag):
+        if tag not in self.VOID and self.stack:
+            self.stack.pop()
+
+    def handle_data(self, data):
+        if data.strip() and not (self.stack and self.stack[-1]):
+            self.texts.append(" ".join(data.split()))
+
+
+def visible_texts(response) -> list[str]:
+    parser = VisibleText()
+    parser.feed(response.content.decode())
+    return parser.texts
 
 
 def shown(response) -> str:
@@ -197,11 +263,23 @@ LEAD_PAGES = [
 ]
 
 
-def assert_in_italian(response, phrases: set[str]) -> None:
+def assert_in_italian(response, phrases: set[str], words: set[str] | None = None) -> None:
+    """No English phrase of the catalog anywhere in the page; no text node that is a
+    one-word English entry; no code where a reader expects a title."""
     page = shown(response)
+    where = response.request["PATH_INFO"] + (
+        f"?{response.request['QUERY_STRING']}" if response.request.get("QUERY_STRING") else ""
+    )
     left = sorted(p for p in phrases if p in page)
-    assert left == [], f"{response.request['PATH_INFO']} shows English: {left}"
+    assert left == [], f"{where} shows English: {left}"
     assert '<html lang="it">' in page
+    texts = visible_texts(response)
+    if words is None:
+        words = english_words(read_catalog(CATALOG))
+    single = sorted({t for t in texts if t.strip(" .:;,()·—").lower() in words} - SHOWN_AS_DATA)
+    assert single == [], f"{where} shows English words: {single}"
+    codes = sorted({m for t in texts for m in CODE.findall(t)} - SHOWN_AS_DATA)
+    assert codes == [], f"{where} shows codes instead of titles: {codes}"
 
 
 def test_every_page_of_a_reviewer_is_in_italian(italian, reviewer, judged):
@@ -216,6 +294,45 @@ def test_every_page_of_a_lead_is_in_italian(italian, lead, judged):
     italian.force_login(lead)
     for name, args in LEAD_PAGES:
         assert_in_italian(italian.get(reverse(name, args=args)), phrases)
+
+
+def test_the_agreement_page_the_other_sources_and_the_rarer_pages_are_in_italian(
+    italian, reviewer, second_reviewer, judged
+):
+    """The judges against people (a disagreement), figures by one annotator and by
+    consensus, a card's whole history, an empty queue, a refused CSRF token."""
+    # seed-protocol, imported, judged C-017-2 partial: bob disagrees.
+    judge(Claim.objects.get(response=judged.response, key="C-017-2"), second_reviewer, "supported")
+    words = english_words(read_catalog(CATALOG))
+    phrases = english_phrases(read_catalog(CATALOG))
+    italian.force_login(reviewer)
+    figures = reverse("run_figures", args=["demo", "q017-r1"])
+    case = reverse("case_detail", args=["demo", "q017-r1", "Q-017"])
+    pages = {
+        reverse("run_agreement", args=["demo", "q017-r1"]): "Giudici automatici",
+        f"{figures}?source=annotator:seed-protocol": "seed-protocol",
+        f"{figures}?source=annotator:alice": "alice",
+        f"{figures}?source=consensus": "Giudizi",
+        f"{case}?card=C-017-2&history=all": "C-017-2",
+    }
+    for url, expected in pages.items():
+        response = italian.get(url)
+        assert response.status_code == 200, url
+        assert_in_italian(response, phrases, words)
+        assert expected in shown(response), url
+    empty = project_create(slug="vuoto", name="Vuoto")
+    alone = Client()
+    alone.cookies[settings.LANGUAGE_COOKIE_NAME] = "it"
+    alone.force_login(_member(empty, "carla", Role.REVIEWER))
+    queue = alone.get(reverse("queue_next", args=["vuoto"]))
+    assert_in_italian(queue, phrases, words)
+    assert "La tua coda è vuota" in shown(queue)
+    strict = Client(enforce_csrf_checks=True)
+    strict.cookies[settings.LANGUAGE_COOKIE_NAME] = "it"
+    strict.force_login(reviewer)
+    refused = strict.post(reverse("claim_add", args=["demo", "q017-r1", "Q-017"]), {})
+    assert refused.status_code == 403
+    assert_in_italian(refused, phrases, words)
 
 
 def lead_job(browser: Client, url: str, data: dict) -> Job:
@@ -239,7 +356,7 @@ def test_every_job_page_of_a_lead_is_in_italian(italian, lead, judged):
     queued = Job.objects.create(kind=Job.Kind.IMPORT, project=imported.project, requested_by=lead)
     expected = {
         imported: "Esecuzione nuova-r1 importata",
-        refused: "Rifiutato: non è stato salvato nulla",
+        refused: "Importazione rifiutata: non è stato salvato nulla",
         exported: "Pacchetto pronto",
         queued: "In attesa di un worker.",
     }
@@ -271,6 +388,31 @@ def test_the_italian_returns_card_reads_as_italian_with_its_data_marked_italian(
     assert "Aggiungi affermazione" in page
     assert '<p class="query" lang="it-IT">Posso restituire un articolo che ho già aperto?' in page
     assert 'class="answer" id="answer"' in page and 'lang="it-IT" hx-disable>' in page
+
+
+def test_the_diagnoses_legend_names_each_diagnosis_as_the_verdict_form_does(
+    italian, reviewer, demo_runs
+):
+    """Its codes sit in `mono`, which the code check allows: the title beside each is what
+    makes the legend readable, and matches the verdict form's choice."""
+    italian.force_login(reviewer)
+    page = shown(italian.get(reverse("case_detail", args=["demo", "resi-r1", "resi-1"])))
+    legend = page[page.index('id="diagnoses"') :]
+    for code, title in Diagnosis.choices:
+        with override("it"):
+            title = str(title)
+        assert f'<dt>{title} <span class="mono small">{code}</span></dt>' in legend, code
+
+
+def test_counts_agree_with_their_number_in_italian(italian, reviewer, demo_runs):
+    """resi-r1 has one response, reviewed: "1 risposta: 1 revisionata", never "1 risposte"."""
+    italian.force_login(reviewer)
+    page = re.sub(
+        r"<[^>]+>", "", shown(italian.get(reverse("run_figures", args=["demo", "resi-r1"])))
+    )
+    assert "1 risposta: 1 revisionata (0 astensioni), 0 non revisionate ed escluse" in page
+    assert "3 affermazioni fattuali" in page
+    assert "Giudizi (fonte predefinita)" in page
 
 
 # --- switching, and what stays English or a code -----------------------------------------------
@@ -382,7 +524,8 @@ def test_dates_and_numbers_follow_the_language(italian, client, reviewer, demo_r
     client.force_login(reviewer)
     run = reverse("run_detail", args=["demo", "q017-r1"])
     assert re.search(r"\d{4}-\d{2}-\d{2} \d{2}:\d{2} UTC", shown(client.get(run)))
-    assert re.search(r"\d{1,2} \w+ \d{4} \d{2}:\d{2} UTC", shown(italian.get(run)))
+    # Lowercase, as Italian writes a month (Django's own catalog says "Settembre").
+    assert re.search(r"\d{1,2} settembre 2026 \d{2}:\d{2} UTC", shown(italian.get(run)))
     figures = reverse("run_figures", args=["demo", "q017-r1"])
     assert "p = 0.5" in shown(client.get(figures)) and "p = 0,5" in shown(italian.get(figures))
     case = reverse("case_detail", args=["demo", "q017-r1", "Q-017"])

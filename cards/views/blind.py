@@ -59,10 +59,10 @@ def case_unblind(request: HtmxHttpRequest, slug: str, run_id: str, case_id: str)
 def run_unblind(request: HtmxHttpRequest, slug: str, run_id: str) -> HttpResponse:
     def unblind(run: Run) -> str:
         if unblinding_create(run=run, lead=request.user):
-            return (
-                f"{run_id} unblinded: the reviewers of every case now see each other's verdicts."
-            )
-        return f"{run_id} was already unblinded."
+            return gettext(
+                "%(run)s unblinded: the reviewers of every case now see each other's verdicts."
+            ) % {"run": run_id}
+        return gettext("%(run)s was already unblinded.") % {"run": run_id}
 
     return lead_run_action(
         request, slug, run_id, action=gettext_lazy("unblind a run"), act=unblind, then="run_detail"

@@ -6,7 +6,7 @@ from __future__ import annotations
 from django.contrib import messages
 from django.http import HttpResponse
 from django.shortcuts import redirect, render
-from django.utils.translation import gettext, gettext_lazy
+from django.utils.translation import gettext, gettext_lazy, ngettext
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from cards.blind import run_unblinded
@@ -91,7 +91,11 @@ def run_assign(request: HtmxHttpRequest, slug: str, run_id: str) -> HttpResponse
             created = assignment_set(responses=picked, reviewer=reviewer, lead=request.user)
             messages.success(
                 request,
-                gettext("Assigned %(n)s new case(s) to %(who)s.")
+                ngettext(
+                    "Assigned %(n)s new case to %(who)s.",
+                    "Assigned %(n)s new cases to %(who)s.",
+                    created,
+                )
                 % {"n": created, "who": reviewer.username},
             )
         return redirect("run_assign", slug, run_id)
@@ -115,14 +119,21 @@ def run_assign_deal(request: HtmxHttpRequest, slug: str, run_id: str) -> HttpRes
 
     def deal(run: Run) -> str:
         dealt = assignment_deal(run=run, lead=request.user)
+        if not dealt.created and not dealt.short:
+            return gettext("Every case already has its reviewers: nothing to assign.")
+        done = ngettext(
+            "Assigned %(n)s new case place.", "Assigned %(n)s new case places.", dealt.created
+        ) % {"n": dealt.created}
         if dealt.short:
-            return (
-                f"Assigned {dealt.created} new case place(s). {dealt.short} case(s) still lack "
-                "reviewers: fewer members are in rotation than reviewers per case."
-            )
-        if not dealt.created:
-            return "Every case already has its reviewers: nothing to assign."
-        return f"Assigned {dealt.created} new case place(s)."
+            short = ngettext(
+                "%(n)s case still lacks reviewers: fewer members are in rotation than "
+                "reviewers per case.",
+                "%(n)s cases still lack reviewers: fewer members are in rotation than "
+                "reviewers per case.",
+                dealt.short,
+            ) % {"n": dealt.short}
+            return f"{done} {short}"
+        return done
 
     return lead_run_action(
         request, slug, run_id, action=gettext_lazy("assign cases"), act=deal, then="run_assign"

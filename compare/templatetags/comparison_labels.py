@@ -7,7 +7,7 @@ from typing import NamedTuple
 from django import template
 
 from cards.dashboard import FIGURE_TITLES
-from compare.labels import FACT_STATUS_TITLES, REASON_TITLES
+from compare.labels import FACT_STATUS_TITLES, METADATA_TITLES, REASON_TITLES
 
 register = template.Library()
 
@@ -28,6 +28,12 @@ def figure_title(name: str) -> str:
 def fact_status(code: str) -> str:
     """`absent` → "Absent" (or "Assente"); an unknown code is shown as it is."""
     return FACT_STATUS_TITLES.get(code, code)
+
+
+@register.filter
+def metadata_title(key: str) -> str:
+    """`generated` → "Generated"; a key of the run's `system` gives "" (shown as a code)."""
+    return METADATA_TITLES.get(key, "")
 
 
 @register.filter

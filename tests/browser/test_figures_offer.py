@@ -31,7 +31,7 @@ def test_the_figures_of_a_run_nobody_judged_open_the_imported_verdicts_in_one_cl
     page.get_by_role("link", name="Show the figures of seed-protocol").click()
     page.wait_for_url(re.compile(r"source=annotator%3Aseed-protocol"))
     expect(page.locator("#source")).to_have_value("annotator:seed-protocol")
-    expect(page.get_by_role("heading", name="Verdicts (annotator:seed-protocol)")).to_be_visible()
+    expect(page.get_by_role("heading", name="Verdicts (annotator: seed-protocol)")).to_be_visible()
     expect(page.get_by_text("No reviewer of this project has judged")).to_have_count(0)
     assert page.console_problems == [] and page.failed_requests == []
 

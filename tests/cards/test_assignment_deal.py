@@ -129,7 +129,7 @@ def test_the_assign_page_deals_by_a_plain_post(client, run, lead, django_assert_
         response = client.post(URL)
     assert response.status_code == 302
     assert [str(m) for m in get_messages(response.wsgi_request)] == [
-        "Assigned 12 new case place(s)."
+        "Assigned 12 new case places."
     ]
     again = client.post(URL)
     assert [str(m) for m in get_messages(again.wsgi_request)][-1] == (

@@ -41,7 +41,7 @@ def test_a_lead_assigns_cases_by_form_post(client, lead, reviewer, demo_runs):
     )
     assert response.status_code == 302
     assert response["Location"] == assign_url("pro-plan-r1")
-    assert flashes(response) == ["Assigned 2 new case(s) to alice."]
+    assert flashes(response) == ["Assigned 2 new cases to alice."]
     assigned = Assignment.objects.order_by("response__position")
     assert [(a.response, a.reviewer, a.assigned_by) for a in assigned] == [
         (q1, reviewer, lead),
@@ -54,7 +54,7 @@ def test_assigning_a_case_twice_adds_nothing(client, lead, reviewer, demo_runs):
     client.force_login(lead)
     client.post(assign_url("pro-plan-r1"), {"reviewer": "alice", "responses": [q1.pk]})
     response = client.post(assign_url("pro-plan-r1"), {"reviewer": "alice", "responses": [q1.pk]})
-    assert flashes(response)[-1] == "Assigned 0 new case(s) to alice."
+    assert flashes(response)[-1] == "Assigned 0 new cases to alice."
     assert Assignment.objects.count() == 1
 
 

@@ -12,7 +12,7 @@ def test_the_side_by_side_page_aligns_claims_and_marks_changes(client, reviewer,
     content = response.content.decode()
     assert response.status_code == 200
     assert "▲ improved" in content and "verdict changed" in content
-    assert 'prompt_version <span class="badge">differs</span>' in content
+    assert '<span class="mono">prompt_version</span> <span class="badge">differs</span>' in content
     assert response.context["summary"] == {
         "pairs": 1, "comparable": 1, "regressions": 0, "improvements": 1, "unreviewed": 0,
         "left_out": 0, "reasons": {},
