@@ -116,6 +116,10 @@ def export_queue(
     return job
 
 
+class JobGivenUp(Exception):
+    """The sweep failed this job while its worker still ran: the worker must store nothing."""
+
+
 def job_start(*, code: str) -> Job | None:
     """Mark a queued job running in this process; None when it is not queued any more."""
     started = Job.objects.filter(code=code, state=State.QUEUED).update(
@@ -129,7 +133,13 @@ def job_start(*, code: str) -> Job | None:
 
 
 def job_finish(*, job: Job, counts: Counts, result: dict[str, Any], file_name: str = "") -> bool:
-    """Done, with what it made; False when the sweep had already given the job up."""
+    """Done, with what it made; False when the sweep had already given the job up.
+
+    Called inside the transaction that stores the job's work (an import's), the update
+    is the check and the lock at once: it finds the row still running and owned by this
+    worker, or it returns False and the caller rolls its work back (`JobGivenUp`). On
+    PostgreSQL a sweep arriving meanwhile waits for the row and then finds it done.
+    """
     return _end(job, State.DONE, counts, result=result, file_name=file_name)
 
 
@@ -139,7 +149,8 @@ def job_fail(*, job: Job, counts: Counts, errors: list[str]) -> bool:
 
 
 def _end(job: Job, state: str, counts: Counts, **fields: Any) -> bool:
-    ended = Job.objects.filter(pk=job.pk, state=State.RUNNING).update(
+    # The worker too: only the attempt that started the job may end it.
+    ended = Job.objects.filter(pk=job.pk, state=State.RUNNING, worker=job.worker).update(
         state=state,
         finished_at=timezone.now(),
         bytes_read=counts.bytes_read,
