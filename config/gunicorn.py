@@ -25,6 +25,8 @@ bind = [os.environ.get("BIND", "127.0.0.1:8443")]
 worker_class = "gthread"
 workers = int(os.environ.get("WEB_WORKERS") or _cores)
 threads = int(os.environ.get("WEB_THREADS") or 4)
+# How long a stopping server lets its requests finish: enough for an upload handed on by a
+# buffering proxy; without one, the longest upload at the client's speed (docs/deploy.md).
 graceful_timeout = int(os.environ.get("GRACEFUL_TIMEOUT") or 30)
 # The largest upload is streamed to a temporary file as it arrives (ingest.uploads): no
 # request should need longer than this between two reads.

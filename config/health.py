@@ -1,4 +1,5 @@
-"""/healthz: whether this process can serve, for a load balancer or a supervisor."""
+"""/healthz and /livez: whether this process can serve (readiness, for a load balancer) and
+whether it answers at all (liveness, for a supervisor)."""
 
 from __future__ import annotations
 
@@ -35,3 +36,12 @@ def healthz(request: HttpRequest) -> JsonResponse:
     except DatabaseError:
         return JsonResponse({"status": "database unreachable"}, status=503)
     return JsonResponse({"status": "ok"})
+
+
+@login_not_required
+@never_cache
+@require_GET
+def livez(request: HttpRequest) -> JsonResponse:
+    """200 while the process answers, whatever the database: a supervisor that restarted
+    every app server when PostgreSQL was away would only add restarts to the outage."""
+    return JsonResponse({"status": "alive"})

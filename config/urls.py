@@ -8,13 +8,14 @@ from django.views import defaults
 from django.views.i18n import set_language
 
 from api.http import error_view
-from config.health import healthz
+from config.health import healthz, livez
 from evidence.auth import ThrottledAdminAuthenticationForm, ThrottledAuthenticationForm
 
 admin.site.login_form = ThrottledAdminAuthenticationForm
 
 urlpatterns = [
     path("healthz", healthz, name="healthz"),
+    path("livez", livez, name="livez"),
     path(
         "login/",
         auth_views.LoginView.as_view(authentication_form=ThrottledAuthenticationForm),

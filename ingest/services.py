@@ -123,6 +123,7 @@ def bundle_import(
     dry_run: bool = False,
     new_expectation_versions: bool = False,
     progress: Progress | None = None,
+    before_commit: Callable[[ImportSummary], None] | None = None,
 ) -> ImportSummary:
     """Validate and store one bundle in one transaction, or store nothing and raise BundleInvalid.
 
@@ -131,6 +132,10 @@ def bundle_import(
     the end if any line had a problem (or when `dry_run`). What later lines may
     refer to is kept in temporary tables (`ingest.seen`), so memory stays flat
     however long the bundle is.
+
+    `before_commit` is called with the summary inside the transaction, when the import is
+    about to be stored; whatever it writes commits with the run, and whatever it raises
+    rolls the run back and reaches the caller (a job that was given up meanwhile).
     """
     importer = _Importer(
         project_slug=project_slug,
@@ -160,6 +165,8 @@ def bundle_import(
                     run=Run.objects.get(pk=importer.batches.run_pk), write=importer.rows.write
                 )
                 importer.rows.analyze_after_commit()
+                if before_commit is not None:
+                    before_commit(importer.summary)
     except IntegrityError as exc:
         # Every rule is checked before writing; what reaches here is a race with
         # another writer (the same run_id imported twice at once, say).

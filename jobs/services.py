@@ -6,6 +6,7 @@ import os
 import shutil
 import socket
 import time
+import uuid
 from datetime import timedelta
 from typing import Any
 
@@ -13,14 +14,16 @@ from django.conf import settings
 from django.contrib.auth.models import AbstractBaseUser
 from django.core.files.uploadedfile import UploadedFile
 from django.db import OperationalError, transaction
+from django.tasks import TaskResultStatus
 from django.utils import timezone
 from django.utils.translation import gettext_lazy
+from django_tasks_db.models import DBTaskResult
 
 from audit.services import audit_package
 from evidence.logs import request_id
 from evidence.models import Project
 from jobs.models import Job
-from jobs.progress import Counts, progress_path, read_progress, upload_path
+from jobs.progress import Counts, package_path, progress_path, read_progress, upload_path
 
 State = Job.State
 
@@ -116,6 +119,10 @@ def export_queue(
     return job
 
 
+class JobGivenUp(Exception):
+    """The sweep failed this job while its worker still ran: the worker must store nothing."""
+
+
 def job_start(*, code: str) -> Job | None:
     """Mark a queued job running in this process; None when it is not queued any more."""
     started = Job.objects.filter(code=code, state=State.QUEUED).update(
@@ -129,7 +136,13 @@ def job_start(*, code: str) -> Job | None:
 
 
 def job_finish(*, job: Job, counts: Counts, result: dict[str, Any], file_name: str = "") -> bool:
-    """Done, with what it made; False when the sweep had already given the job up."""
+    """Done, with what it made; False when the sweep had already given the job up.
+
+    Called inside the transaction that stores the job's work (an import's), the update
+    is the check and the lock at once: it finds the row still running and owned by this
+    worker, or it returns False and the caller rolls its work back (`JobGivenUp`). On
+    PostgreSQL a sweep arriving meanwhile waits for the row and then finds it done.
+    """
     return _end(job, State.DONE, counts, result=result, file_name=file_name)
 
 
@@ -139,7 +152,8 @@ def job_fail(*, job: Job, counts: Counts, errors: list[str]) -> bool:
 
 
 def _end(job: Job, state: str, counts: Counts, **fields: Any) -> bool:
-    ended = Job.objects.filter(pk=job.pk, state=State.RUNNING).update(
+    # The worker too: only the attempt that started the job may end it.
+    ended = Job.objects.filter(pk=job.pk, state=State.RUNNING, worker=job.worker).update(
         state=state,
         finished_at=timezone.now(),
         bytes_read=counts.bytes_read,
@@ -154,16 +168,18 @@ def jobs_sweep(*, project: Project | None = None) -> int:
     """Fail the running jobs whose worker stopped beating (killed, or its machine gone).
 
     Their transaction died with the worker's connection, so nothing of them is stored;
-    their upload is removed. A job is given up once it has not beaten for
-    JOB_STALE_SECONDS (many heartbeats). Only reads until it finds one: on SQLite an
-    import elsewhere may hold the write lock, and then the sweep waits for another time.
+    what the worker left is cleared: its upload, counters and half-written package in
+    JOBS_DIR, and django-tasks-db's row of its task, ended as failed (`WorkerLost`).
+    A job is given up once it has not beaten for JOB_STALE_SECONDS (many heartbeats).
+    Only reads until it finds one: on SQLite an import elsewhere may hold the write lock,
+    and then the sweep waits for another time.
     """
     running = Job.objects.filter(state=State.RUNNING)
     if project is not None:
         running = running.filter(project=project)
     cutoff = time.time() - settings.JOB_STALE_SECONDS
     stale = []
-    for job in running.only("code", "started_at"):
+    for job in running.only("code", "started_at", "task_id"):
         progress = read_progress(str(job.code))
         beat = progress[1] if progress else job.started_at.timestamp()
         if beat < cutoff:
@@ -171,21 +187,46 @@ def jobs_sweep(*, project: Project | None = None) -> int:
     swept = 0
     for job in stale:
         seen = timezone.now() - timedelta(seconds=settings.JOB_STALE_SECONDS)
+        why = (
+            "The worker stopped during this job (no heartbeat since before "
+            f"{seen:%Y-%m-%d %H:%M:%S} UTC); nothing was stored. Start it again."
+        )
         try:
-            swept += Job.objects.filter(pk=job.pk, state=State.RUNNING).update(
-                state=State.FAILED,
-                finished_at=timezone.now(),
-                cases_stored=0,
-                errors=[
-                    "The worker stopped during this job (no heartbeat since before "
-                    f"{seen:%Y-%m-%d %H:%M:%S} UTC); nothing was stored. Start it again."
-                ],
-            )
+            with transaction.atomic():
+                ended = Job.objects.filter(pk=job.pk, state=State.RUNNING).update(
+                    state=State.FAILED, finished_at=timezone.now(), cases_stored=0, errors=[why]
+                )
+                if ended:
+                    _task_given_up(job.task_id, why)
         except OperationalError:
             return swept  # SQLite: another import holds the write lock; next time
+        swept += ended
+        # What a killed worker leaves in JOBS_DIR: the upload, the counters, half a package.
         upload_path(str(job.code)).unlink(missing_ok=True)
         progress_path(str(job.code)).unlink(missing_ok=True)
+        package_path(str(job.code)).with_suffix(".partial").unlink(missing_ok=True)
     return swept
+
+
+class WorkerLost(Exception):
+    """What a swept job's task row failed of (`exception_class_path`): its worker died."""
+
+
+def _task_given_up(task_id: str, why: str) -> None:
+    """End django-tasks-db's row of a swept job's task as failed: a worker killed mid-task
+    leaves it RUNNING forever, and the queue is watched through that table (docs/deploy.md).
+    Only a row still running: a worker that ended it has the last word."""
+    try:
+        pk = uuid.UUID(task_id)
+    except ValueError:
+        return  # another backend's id (the tests' immediate one): no row of ours
+    DBTaskResult.objects.filter(pk=pk, status=TaskResultStatus.RUNNING).update(
+        status=TaskResultStatus.FAILED,
+        finished_at=timezone.now(),
+        exception_class_path=f"{WorkerLost.__module__}.{WorkerLost.__qualname__}",
+        traceback=f"{WorkerLost.__qualname__}: {why}\n",
+        return_value=None,
+    )
 
 
 def _user(user: AbstractBaseUser | None) -> AbstractBaseUser | None:

@@ -16,9 +16,9 @@ from audit.export import AuditExportError, export_stream
 from audit.services import audit_package, audit_record
 from ingest.convert import converted_file, default_run_id
 from ingest.forms import BUNDLE
-from ingest.services import BundleInvalid, bundle_import, limits_from_settings
+from ingest.services import BundleInvalid, ImportSummary, bundle_import, limits_from_settings
 from jobs.progress import Heartbeat, package_path, upload_path
-from jobs.services import job_fail, job_finish, job_start
+from jobs.services import JobGivenUp, job_fail, job_finish, job_start
 
 
 @task
@@ -30,6 +30,15 @@ def import_run(*, code: str) -> None:
     path = upload_path(code)
     try:
         with Heartbeat(code) as heartbeat:
+
+            def done_with_the_run(summary: ImportSummary) -> None:
+                # In the import's transaction: the run and its job's "done" are stored
+                # together, or, when the sweep gave the job up as "failed, nothing was
+                # stored" (this worker was silent too long), neither is.
+                heartbeat.counts.cases_stored = summary.responses
+                if not job_finish(job=job, counts=heartbeat.counts, result=summary.as_dict()):
+                    raise JobGivenUp(code)
+
             try:
                 with path.open("rb") as stream:
                     summary = bundle_import(
@@ -40,17 +49,21 @@ def import_run(*, code: str) -> None:
                         dry_run=options["dry_run"],
                         new_expectation_versions=options["new_expectation_versions"],
                         progress=heartbeat.import_progress,
+                        before_commit=done_with_the_run,
                     )
             except BundleInvalid as exc:
                 job_fail(job=job, counts=heartbeat.counts, errors=exc.lines())
                 return
+            except JobGivenUp:
+                return  # rolled back; the job already says why
             except BaseException as exc:
                 # SystemExit included: a worker told twice to stop ends the task here, and
                 # the transaction is rolled back; the job must not stay "running".
                 job_fail(job=job, counts=heartbeat.counts, errors=[_stopped(exc)])
                 raise
-            heartbeat.counts.cases_stored = 0 if summary.dry_run else summary.responses
-            job_finish(job=job, counts=heartbeat.counts, result=summary.as_dict())
+            if summary.dry_run:  # rolled back by design: no transaction to finish in
+                heartbeat.counts.cases_stored = 0
+                job_finish(job=job, counts=heartbeat.counts, result=summary.as_dict())
     finally:
         path.unlink(missing_ok=True)
 

@@ -18,7 +18,8 @@ import socket
 import sqlite3
 import subprocess
 import sys
-from collections.abc import Iterator
+import time
+from collections.abc import Callable, Iterator
 from contextlib import closing
 from pathlib import Path
 from typing import ClassVar
@@ -353,6 +354,24 @@ def sqlite_env(path: Path) -> dict[str, str]:
     }  # fmt: skip
     env.pop("PYTEST_VERSION", None)
     return env
+
+
+def wait_healthy(process: subprocess.Popen, port: int, log: Callable[[], str]) -> None:
+    """Until the server on `port` answers /healthz with 200 (the database reachable and
+    every migration applied); `log` tells what the server said when it did not."""
+    import requests
+
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise AssertionError(f"the server on port {port} exited:\n{log()}")
+        try:
+            if requests.get(f"http://127.0.0.1:{port}/healthz", timeout=10).status_code == 200:
+                return
+        except requests.RequestException:  # not listening yet, or its worker still booting
+            pass
+        time.sleep(0.2)
+    raise AssertionError(f"the server on port {port} did not answer /healthz in 60 s:\n{log()}")
 
 
 def free_port() -> int:

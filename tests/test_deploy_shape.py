@@ -51,6 +51,7 @@ from psycopg import sql
 from audit.verify import verify
 from cards.chain import claim_revision_document, seal, verdict_revision_document
 from tests.conftest import AUDIT_KEY, ROOT, bundle_bytes, free_port
+from tests.conftest import wait_healthy as healthy
 from tests.factories import synthetic_bundle
 
 pytestmark = [
@@ -172,17 +173,7 @@ def site(tmp_path) -> Iterator[Site]:
 
 def wait_healthy(site: Site, name: str, port: int) -> None:
     """Until /healthz answers 200: the database reachable and every migration applied."""
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        if site.processes[name].poll() is not None:
-            raise AssertionError(f"{name} exited:\n{site.log(name)}")
-        try:
-            if requests.get(f"http://127.0.0.1:{port}/healthz", timeout=10).status_code == 200:
-                return
-        except requests.RequestException:  # not listening yet, or its worker still booting
-            pass
-        time.sleep(0.2)
-    raise AssertionError(f"{name} did not answer /healthz within 60 s:\n{site.log(name)}")
+    healthy(site.processes[name], port, lambda: site.log(name))
 
 
 def login(port: int, username: str) -> requests.Session:

@@ -1,4 +1,5 @@
-"""/healthz answers a probe: the database reachable and every migration applied."""
+"""/healthz answers a probe: the database reachable and every migration applied; /livez
+only that the process answers."""
 
 from __future__ import annotations
 
@@ -49,3 +50,20 @@ def test_it_is_exempt_from_the_https_redirect(client, db, settings):
     settings.SECURE_SSL_REDIRECT = True
     assert client.get("/healthz").status_code == 200
     assert client.get("/login/").status_code == 301
+
+
+def test_livez_answers_without_the_database(client, db, monkeypatch, django_assert_num_queries):
+    def refuse(*args, **kwargs):
+        raise OperationalError("connection refused")
+
+    with monkeypatch.context() as patched, django_assert_num_queries(0):
+        patched.setattr("django.db.backends.utils.CursorWrapper.execute", refuse)
+        response = client.get("/livez")
+    assert response.status_code == 200
+    assert response.json() == {"status": "alive"}
+    assert "no-cache" in response["Cache-Control"]
+
+
+def test_livez_is_exempt_from_the_https_redirect(client, db, settings):
+    settings.SECURE_SSL_REDIRECT = True
+    assert client.get("/livez").status_code == 200

@@ -4,17 +4,24 @@ a job whose worker stopped beating shows as failed."""
 from __future__ import annotations
 
 import os
+import threading
 import time
 import uuid
 
 import pytest
+from django.db import connection
 from django.urls import reverse
 from django.utils import timezone
 
+import jobs.tasks
+from ingest.services import bundle_import
 from jobs.models import Job
 from jobs.progress import Counts, Heartbeat, progress_path, read_progress, upload_path
 from jobs.services import job_start, jobs_sweep
 from jobs.tasks import import_run
+from replay.models import Run
+from tests.jobs.conftest import the_job, upload
+from tests.jobs.test_import_jobs import Q017
 
 
 @pytest.fixture
@@ -182,3 +189,73 @@ def test_an_import_whose_upload_is_gone_fails_instead_of_running_forever(project
     job.refresh_from_db()
     assert job.state == Job.State.FAILED
     assert job.errors[0].startswith("The job failed (FileNotFoundError")
+
+
+def test_an_import_swept_while_its_worker_was_silent_stores_nothing_after_all(
+    client, lead, monkeypatch, settings
+):
+    # A worker that is alive but was not heard from (stopped, starved, its JOBS_DIR out of
+    # reach) is swept to "failed, nothing stored"; when it wakes up, its import must not
+    # commit behind the job's back.
+    def swept_first(**kwargs):
+        settings.JOB_STALE_SECONDS = -60  # every running job looks stale
+        assert jobs_sweep() == 1
+        return bundle_import(**kwargs)
+
+    monkeypatch.setattr(jobs.tasks, "bundle_import", swept_first)
+    client.force_login(lead)
+    upload(client, "q017-r1.jsonl", Q017)
+    job = the_job()
+    assert job.state == Job.State.FAILED
+    assert "The worker stopped during this job" in job.errors[0]
+    assert job.cases_stored == 0
+    assert not Run.objects.filter(run_id="q017-r1").exists()
+
+
+@pytest.mark.skipif(
+    connection.vendor != "postgresql", reason="SQLite: the import holds the only write lock"
+)
+@pytest.mark.django_db(transaction=True)
+def test_an_import_swept_from_another_connection_mid_import_stores_nothing(
+    project, lead, monkeypatch, settings
+):
+    # The race itself: on PostgreSQL the sweep (another process, its own connection) can
+    # commit while the import's transaction is open; the import must see it before it commits.
+    progress = jobs.tasks.Heartbeat.import_progress
+    swept = []
+
+    def sweep_elsewhere(heartbeat, *args):
+        progress(heartbeat, *args)
+        if not swept:
+            settings.JOB_STALE_SECONDS = -60
+            thread = threading.Thread(target=lambda: swept.append(sweep_and_close()))
+            thread.start()
+            thread.join()
+
+    monkeypatch.setattr(jobs.tasks.Heartbeat, "import_progress", sweep_elsewhere)
+    # Queued and committed as a worker finds it (the immediate backend would run the task
+    # inside import_queue's transaction, where no other connection sees the job).
+    job = Job.objects.create(
+        kind=Job.Kind.IMPORT, project=project, requested_by=lead, options=IMPORT_OPTIONS
+    )
+    upload_path(str(job.code)).write_bytes(Q017)
+    import_run.call(code=str(job.code))
+    job.refresh_from_db()
+    assert swept == [1]
+    assert (job.state, job.cases_stored) == (Job.State.FAILED, 0)
+    assert "The worker stopped during this job" in job.errors[0]
+    assert not Run.objects.filter(run_id="q017-r1").exists()
+
+
+IMPORT_OPTIONS = {
+    "source_name": "q017-r1.jsonl",
+    "dry_run": False,
+    "new_expectation_versions": False,
+}
+
+
+def sweep_and_close() -> int:
+    try:
+        return jobs_sweep()
+    finally:
+        connection.close()  # the thread's own connection

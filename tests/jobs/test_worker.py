@@ -17,13 +17,13 @@ import sys
 import time
 import uuid
 from collections.abc import Callable, Iterator
-from contextlib import closing, contextmanager
+from contextlib import closing, contextmanager, suppress
 from pathlib import Path
 from urllib.parse import urlsplit, urlunsplit
 
 import pytest
 
-from tests.conftest import ROOT, bundle_bytes, sqlite_copy, sqlite_env
+from tests.conftest import AUDIT_KEY, ROOT, bundle_bytes, sqlite_copy, sqlite_env
 from tests.factories import synthetic_bundle
 
 MANAGE = [sys.executable, str(ROOT / "manage.py")]
@@ -41,6 +41,16 @@ for path in json.loads(os.environ["BUNDLES"]):
         job = import_queue(project=project, user=lead, upload=File(stream, name=path))
     codes.append(str(job.code))
 print(json.dumps(codes))
+"""
+
+
+EXPORT = """
+from django.contrib.auth.models import User
+from evidence.models import Project
+from jobs.services import export_queue
+project = Project.objects.get(slug="work")
+job = export_queue(project=project, user=User.objects.get(username="worker-lead"))
+print(job.code)
 """
 
 
@@ -68,6 +78,15 @@ class Database:
         )[0]
         as_json = lambda v: json.loads(v) if isinstance(v, str) else v  # noqa: E731
         return {"state": state, "errors": as_json(errors), "result": as_json(result)}
+
+    def task_status(self, code: str) -> str:
+        """django-tasks-db's own row of the job's task."""
+        hex_code = uuid.UUID(code).hex
+        (task_id,) = self.rows(f"SELECT task_id FROM jobs_job WHERE code = '{hex_code}'")[0]
+        return self.rows(
+            "SELECT status FROM django_tasks_database_dbtaskresult "
+            f"WHERE id = '{uuid.UUID(task_id).hex}' OR CAST(id AS TEXT) = '{task_id}'"
+        )[0][0]
 
     def runs(self, run_id: str) -> int:
         return self.rows(f"SELECT count(*) FROM replay_run WHERE run_id = '{run_id}'")[0][0]
@@ -237,15 +256,71 @@ def test_a_worker_killed_mid_import_leaves_nothing_and_its_job_fails(database, t
         process.wait(timeout=30)
     assert database.job(code)["state"] == "running"  # until someone looks
     time.sleep(1.1)
-    sweep = "from jobs.services import jobs_sweep; print(jobs_sweep())"
-    done = subprocess.run(
-        [*MANAGE, "shell", "-c", sweep], env=database.env | {"JOB_STALE_SECONDS": "1"},
-        cwd=ROOT, check=True, capture_output=True, text=True,
-    )  # fmt: skip
-    assert done.stdout.splitlines()[-1] == "1"  # after the shell's note of its imports
+    assert sweep(database) == "1"
     job = database.job(code)
     assert job["state"] == "failed"
     assert "The worker stopped during this job" in job["errors"][0]
     assert database.runs("killed-r1") == 0
     assert database.rows(counted) == before
     assert list(Path(database.env["JOBS_DIR"]).iterdir()) == []
+    assert database.task_status(code) == "FAILED"  # not RUNNING forever
+
+
+def sweep(database: Database) -> str:
+    """One sweep in a command of its own, as a page would; what it returned."""
+    done = subprocess.run(
+        [*MANAGE, "shell", "-c", "from jobs.services import jobs_sweep; print(jobs_sweep())"],
+        env=database.env | {"JOB_STALE_SECONDS": "1"},
+        cwd=ROOT, check=True, capture_output=True, text=True,
+    )  # fmt: skip
+    return done.stdout.splitlines()[-1]  # after the shell's note of its imports
+
+
+def test_a_worker_killed_mid_export_leaves_no_partial_package_and_its_job_fails(
+    database, tmp_path
+):
+    database = Database(
+        database.env | {"AUDIT_SIGNING_KEY": AUDIT_KEY, "AUDIT_ANCHOR_DIR": str(tmp_path / "a")}
+    )
+    queue(database, bundle(tmp_path, "exported-r1", cases=200))
+    subprocess.run(
+        [*MANAGE, "db_worker", "--batch", "--no-reload", "--no-startup-delay"],
+        env=database.env, cwd=ROOT, check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+    exports = "SELECT count(*) FROM replay_auditexport"
+    before = database.rows(exports)
+    code = subprocess.run(
+        [*MANAGE, "shell", "-c", EXPORT],
+        env=database.env, cwd=ROOT, check=True, capture_output=True, text=True,
+    ).stdout.splitlines()[-1]  # fmt: skip
+    # The package is written beside its name first: a pipe there, which the test reads a
+    # little of and then leaves full, holds the worker mid-write whatever the machine's speed.
+    partial = Path(database.env["JOBS_DIR"]) / f"{code}.partial"
+    os.mkfifo(partial)
+    process = worker(Database(database.env | {"JOB_HEARTBEAT_SECONDS": "1"}))
+    fd = os.open(partial, os.O_RDONLY | os.O_NONBLOCK)
+    try:
+        read = b""
+        deadline = time.monotonic() + 60
+        while len(read) < 1000:
+            assert time.monotonic() < deadline, "the export never wrote its package"
+            assert process.poll() is None, process.communicate()[0]
+            with suppress(BlockingIOError):
+                read += os.read(fd, 1000)
+            time.sleep(0.05)
+        assert read.startswith(b"PK")  # a zip, on its way
+        time.sleep(0.5)  # the pipe fills; the worker waits in write()
+        assert database.job(code)["state"] == "running"
+        process.kill()
+        process.wait(timeout=30)
+    finally:
+        os.close(fd)
+    assert database.task_status(code) == "RUNNING"  # the worker had no time to say
+    time.sleep(1.1)
+    assert sweep(database) == "1"
+    job = database.job(code)
+    assert job["state"] == "failed"
+    assert "The worker stopped during this job" in job["errors"][0]
+    assert list(Path(database.env["JOBS_DIR"]).iterdir()) == []  # no .partial, no .zip
+    assert database.task_status(code) == "FAILED"
+    assert database.rows(exports) == before
