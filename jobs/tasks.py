@@ -120,7 +120,13 @@ def _converted(stream: IO[bytes], options: dict) -> tuple[IO[bytes], Origins | N
     if fmt == BUNDLE:
         return stream, None
     run_id = options.get("run_id") or default_run_id(options["source_name"], fmt)
-    return converted_file(fmt=fmt, source=stream, run_id=run_id, limits=limits_from_settings())
+    return converted_file(
+        fmt=fmt,
+        source=stream,
+        run_id=run_id,
+        snapshot=options.get("snapshot", ""),  # absent from jobs queued before it was asked
+        limits=limits_from_settings(),
+    )
 
 
 def _stopped(exc: BaseException) -> str:

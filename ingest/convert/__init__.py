@@ -18,6 +18,7 @@ from typing import IO
 from ingest.bundle import DEFAULT_LIMITS, Limits
 from ingest.convert import alce, ragas, simple
 from ingest.convert.build import (
+    SNAPSHOT_CHARS,
     UNKNOWN_TIME,
     Builder,
     ConversionInvalid,
@@ -26,11 +27,13 @@ from ingest.convert.build import (
     Invalid,
     Origins,
     dumps,
+    snapshot_name,
 )
 from ingest.convert.records import RecordError, iter_records
 
 __all__ = [
     "FORMATS",
+    "SNAPSHOT_CHARS",
     "UNKNOWN_TIME",
     "ConversionInvalid",
     "ConvertOptions",
@@ -39,6 +42,7 @@ __all__ = [
     "converted_file",
     "default_run_id",
     "iter_bundle_lines",
+    "snapshot_name",
 ]
 # Held in memory up to this size, then in a temporary file.
 SPOOL_BYTES = 8 * 1024**2

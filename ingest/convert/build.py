@@ -99,6 +99,22 @@ class Origins:
         return f"in {origin[0]}" if origin else match.group(0)
 
 
+# The schema's maxLength of collection_snapshot; the command, the upload page and the API
+# hold a chosen name to the same rule (`snapshot_name`).
+SNAPSHOT_CHARS = 200
+_SNAPSHOT = re.compile(rf"[^\x00-\x1f\x7f]{{0,{SNAPSHOT_CHARS}}}")
+
+
+def snapshot_name(value: str) -> str:
+    """A snapshot chosen for a conversion, without the blanks around it ("": the format's
+    name); ValueError when it is longer than the schema allows or holds a control character
+    (a name shown on every page, and a NUL PostgreSQL cannot store)."""
+    name = value.strip()
+    if not _SNAPSHOT.fullmatch(name):
+        raise ValueError(name)
+    return name
+
+
 @dataclass(frozen=True)
 class ConvertOptions:
     run_id: str
