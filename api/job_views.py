@@ -18,6 +18,7 @@ from api.http import ApiError, api_get, api_post, body_upload, json_answer
 from api.params import flag_of, run_id_of, source_label
 from evidence.access import membership_for
 from evidence.models import Project, Role
+from ingest.convert import SNAPSHOT_CHARS, snapshot_name
 from ingest.forms import BUNDLE, FORMAT_CHOICES
 from jobs.models import Job
 from jobs.selectors import job_for, job_package, package_name
@@ -48,11 +49,18 @@ def imports(request: HttpRequest, slug: str) -> JsonResponse:
     if source_format not in FORMATS:
         raise BadRequest(f"format is one of {', '.join(FORMATS)}.")
     run_id = request.GET.get("run_id")
+    try:
+        snapshot = snapshot_name(request.GET.get("snapshot", ""))
+    except ValueError:
+        raise BadRequest(
+            f"snapshot holds at most {SNAPSHOT_CHARS} characters, none a control character."
+        ) from None
     options = {
         "dry_run": flag_of(request, "dry_run"),
         "new_expectation_versions": flag_of(request, "new_expectation_versions"),
         "source_format": source_format,
         "run_id": "" if run_id is None else run_id_of(run_id, "run_id"),
+        "snapshot": snapshot,
     }
     name = BODY_NAMES.get(request.content_type or "")
     if name is None:

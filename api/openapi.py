@@ -8,9 +8,12 @@ from __future__ import annotations
 
 from typing import Any
 
+from ingest.convert import SNAPSHOT_CHARS
 from ingest.forms import FORMAT_CHOICES
 
 RUN_ID = r"^[A-Za-z0-9._:-]{1,100}$"  # the bundle's charset (replay.Run)
+# ingest.convert.snapshot_name: the bundle schema's length, no control character.
+SNAPSHOT_NAME = rf"^[^\u0000-\u001f\u007f]{{0,{SNAPSHOT_CHARS}}}$"
 # Any text but a NUL, which every operation refuses with 400 (evidence.middleware): a
 # document that allowed it would promise an answer the API cannot give.
 TEXT = {"type": "string", "pattern": r"^[^\x00]*$"}
@@ -451,6 +454,14 @@ def document() -> dict[str, Any]:
                         "query",
                         RUN["schema"],
                         description="A converted file's run id (default: `api-upload`).",
+                    ),
+                    _parameter(
+                        "snapshot",
+                        "query",
+                        {"type": "string", "pattern": SNAPSHOT_NAME},
+                        description="A converted file's collection snapshot (default: the "
+                        "format's name; blanks around it are dropped). A text that changed "
+                        "since an earlier import needs a snapshot of its own.",
                     ),
                 ],
                 requestBody={

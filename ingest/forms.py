@@ -5,6 +5,8 @@ from django.conf import settings
 from django.utils.formats import number_format
 from django.utils.translation import gettext_lazy as _
 
+from ingest.convert import SNAPSHOT_CHARS, snapshot_name
+
 BUNDLE = "bundle"
 FORMAT_CHOICES = [
     (BUNDLE, _("Evidence bundle (evidence-bundle/1)")),
@@ -24,9 +26,17 @@ class BundleUploadForm(forms.Form):
         required=False,
         max_length=100,
     )
+    snapshot = forms.CharField(
+        label=_("Collection snapshot (converted files; default: the format's name)"),
+        max_length=SNAPSHOT_CHARS,
+        required=False,
+    )
     bundle = forms.FileField(
-        label=_("Bundle file"),
-        help_text=_("JSON Lines (evidence-bundle/1), optionally gzip-compressed."),
+        label=_("File"),
+        help_text=_(
+            "A bundle or a Ragas export: JSON Lines; an ALCE result: one JSON document; "
+            "minimal JSONL: one answer a line. Any of them may be gzip-compressed."
+        ),
     )
     dry_run = forms.BooleanField(
         label=_("Check only (dry run): validate everything, store nothing"), required=False
@@ -47,6 +57,14 @@ class BundleUploadForm(forms.Form):
 
     def clean_source_format(self) -> str:
         return self.cleaned_data["source_format"] or BUNDLE
+
+    def clean_snapshot(self) -> str:
+        try:
+            return snapshot_name(self.cleaned_data["snapshot"])
+        except ValueError:
+            raise forms.ValidationError(
+                _("A snapshot name holds no control characters (tabs, line breaks).")
+            ) from None
 
     def clean_bundle(self):
         bundle = self.cleaned_data["bundle"]

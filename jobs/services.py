@@ -45,12 +45,14 @@ def import_queue(
     new_expectation_versions: bool = False,
     source_format: str = "bundle",
     run_id: str = "",
+    snapshot: str = "",
 ) -> Job:
     """Keep the uploaded bundle under JOBS_DIR and queue its import; the job as it is now.
 
     A file of another format (`ingest.convert.FORMATS`: Ragas, ALCE, jsonl-simple) is kept
     as it came and converted by the task, so its problems name its own records; `run_id`
-    names the converted run (default: from the file's name).
+    names the converted run (default: from the file's name), `snapshot` its collection
+    snapshot (default: the format's name). A bundle names both itself.
 
     The file is copied before the job exists, so a worker never sees a job without
     its bundle; the job and its task are written in one transaction, so a queued job
@@ -70,6 +72,7 @@ def import_queue(
             "new_expectation_versions": new_expectation_versions,
             "source_format": source_format,
             "run_id": run_id,
+            "snapshot": snapshot,
             "request_id": request_id.get(),
         },
     )

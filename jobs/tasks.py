@@ -14,7 +14,7 @@ from django.tasks import task
 
 from audit.export import AuditExportError, export_stream
 from audit.services import audit_package, audit_record
-from ingest.convert import converted_file, default_run_id
+from ingest.convert import Origins, converted_file, default_run_id
 from ingest.forms import BUNDLE
 from ingest.services import BundleInvalid, ImportSummary, bundle_import, limits_from_settings
 from jobs.progress import Heartbeat, package_path, upload_path
@@ -39,20 +39,25 @@ def import_run(*, code: str) -> None:
                 if not job_finish(job=job, counts=heartbeat.counts, result=summary.as_dict()):
                     raise JobGivenUp(code)
 
+            origins = None
             try:
                 with path.open("rb") as stream:
-                    summary = bundle_import(
-                        stream=_converted(stream, options),
-                        project_slug=job.project.slug,
-                        user=job.requested_by,
-                        source_name=options["source_name"],
-                        dry_run=options["dry_run"],
-                        new_expectation_versions=options["new_expectation_versions"],
-                        progress=heartbeat.import_progress,
-                        before_commit=done_with_the_run,
-                    )
+                    bundle, origins = _converted(stream, options)
+                    with bundle:
+                        summary = bundle_import(
+                            stream=bundle,
+                            project_slug=job.project.slug,
+                            user=job.requested_by,
+                            source_name=options["source_name"],
+                            dry_run=options["dry_run"],
+                            new_expectation_versions=options["new_expectation_versions"],
+                            progress=heartbeat.import_progress,
+                            before_commit=done_with_the_run,
+                        )
             except BundleInvalid as exc:
-                job_fail(job=job, counts=heartbeat.counts, errors=exc.lines())
+                # The user never saw a converted bundle: its lines are named by record.
+                refused = exc if origins is None else origins.placed(exc)
+                job_fail(job=job, counts=heartbeat.counts, errors=refused.lines())
                 return
             except JobGivenUp:
                 return  # rolled back; the job already says why
@@ -120,14 +125,21 @@ class _Counted:
         self.out.flush()
 
 
-def _converted(stream: IO[bytes], options: dict) -> IO[bytes]:
+def _converted(stream: IO[bytes], options: dict) -> tuple[IO[bytes], Origins | None]:
     """The uploaded file as a bundle: as it is, or converted from another format (its
-    problems are `ConversionInvalid`, a `BundleInvalid`, naming the file's own records)."""
+    problems are `ConversionInvalid`, a `BundleInvalid`, naming the file's own records),
+    with where each converted line came from."""
     fmt = options.get("source_format", BUNDLE)
     if fmt == BUNDLE:
-        return stream
+        return stream, None
     run_id = options.get("run_id") or default_run_id(options["source_name"], fmt)
-    return converted_file(fmt=fmt, source=stream, run_id=run_id, limits=limits_from_settings())
+    return converted_file(
+        fmt=fmt,
+        source=stream,
+        run_id=run_id,
+        snapshot=options.get("snapshot", ""),  # absent from jobs queued before it was asked
+        limits=limits_from_settings(),
+    )
 
 
 def _stopped(exc: BaseException) -> str:

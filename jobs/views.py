@@ -46,6 +46,7 @@ def bundle_upload(request: HtmxHttpRequest, slug: str) -> HttpResponse:
                     new_expectation_versions=form.cleaned_data["new_expectation_version"],
                     source_format=form.cleaned_data["source_format"],
                     run_id=form.cleaned_data["run_id"],
+                    snapshot=form.cleaned_data["snapshot"],
                 )
             except OperationalError:
                 problem, status = BUSY, 503

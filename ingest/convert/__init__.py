@@ -18,25 +18,31 @@ from typing import IO
 from ingest.bundle import DEFAULT_LIMITS, Limits
 from ingest.convert import alce, ragas, simple
 from ingest.convert.build import (
+    SNAPSHOT_CHARS,
     UNKNOWN_TIME,
     Builder,
     ConversionInvalid,
     ConvertOptions,
     ConvertProblem,
     Invalid,
+    Origins,
     dumps,
+    snapshot_name,
 )
 from ingest.convert.records import RecordError, iter_records
 
 __all__ = [
     "FORMATS",
+    "SNAPSHOT_CHARS",
     "UNKNOWN_TIME",
     "ConversionInvalid",
     "ConvertOptions",
+    "Origins",
     "convert_bundle",
     "converted_file",
     "default_run_id",
     "iter_bundle_lines",
+    "snapshot_name",
 ]
 # Held in memory up to this size, then in a temporary file.
 SPOOL_BYTES = 8 * 1024**2
@@ -45,12 +51,19 @@ FORMATS: dict[str, ModuleType] = {module.FORMAT: module for module in (ragas, al
 
 
 def iter_bundle_lines(
-    *, fmt: str, source: IO[bytes], options: ConvertOptions, limits: Limits = DEFAULT_LIMITS
+    *,
+    fmt: str,
+    source: IO[bytes],
+    options: ConvertOptions,
+    limits: Limits = DEFAULT_LIMITS,
+    origins: Origins | None = None,
 ) -> Iterator[bytes]:
     """The bundle's lines, as bytes, one record at a time; raises ConversionInvalid at the
-    end (after the last good line) when any record could not be converted."""
+    end (after the last good line) when any record could not be converted. `origins`, when
+    given, learns which record made each line."""
     converter = FORMATS[fmt]
     builder = Builder(fmt, options)
+    origins = Origins() if origins is None else origins
     started = False
     try:
         for record in iter_records(source, limits=limits, key=converter.KEY):
@@ -63,14 +76,18 @@ def iter_bundle_lines(
                 continue
             if not started:
                 started = True
-                for line in builder.checked("the run", [builder.run_line()]):
+                run = builder.checked("the run", [builder.run_line()])
+                origins.add("the run", run)
+                for line in run:
                     yield dumps(line)
             try:
                 lines = converter.convert(builder, record.value, where=record.where)
             except Invalid as exc:
                 builder.problem(record.where, exc.path, exc.message)
                 continue
-            for line in builder.checked(record.where, lines):
+            lines = builder.checked(record.where, lines)
+            origins.add(record.where, lines)
+            for line in lines:
                 yield dumps(line)
             if builder.more:
                 break
@@ -92,6 +109,7 @@ def convert_bundle(
     created_at: str = UNKNOWN_TIME,
     label: str = "",
     limits: Limits = DEFAULT_LIMITS,
+    origins: Origins | None = None,
 ) -> int:
     """Write the bundle converted from `source` to `out`; the number of lines written.
 
@@ -100,7 +118,10 @@ def convert_bundle(
     """
     options = ConvertOptions(run_id=run_id, snapshot=snapshot, created_at=created_at, label=label)
     written = 0
-    for line in iter_bundle_lines(fmt=fmt, source=source, options=options, limits=limits):
+    lines = iter_bundle_lines(
+        fmt=fmt, source=source, options=options, limits=limits, origins=origins
+    )
+    for line in lines:
         out.write(line)
         written += 1
     return written
@@ -108,17 +129,27 @@ def convert_bundle(
 
 def converted_file(
     *, fmt: str, source: IO[bytes], run_id: str, limits: Limits = DEFAULT_LIMITS, **options: str
-) -> IO[bytes]:
-    """The converted bundle in a temporary file, at its start, for the importer to read;
-    raises ConversionInvalid (a BundleInvalid, so callers of the import handle it)."""
+) -> tuple[IO[bytes], Origins]:
+    """The converted bundle in a temporary file, at its start, for the importer to read, and
+    where each of its lines came from (`Origins.placed` names the importer's problems by
+    record); raises ConversionInvalid (a BundleInvalid, so callers of the import handle it)."""
     spool = tempfile.SpooledTemporaryFile(max_size=SPOOL_BYTES)  # noqa: SIM115
+    origins = Origins()
     try:
-        convert_bundle(fmt=fmt, source=source, out=spool, run_id=run_id, limits=limits, **options)
+        convert_bundle(
+            fmt=fmt,
+            source=source,
+            out=spool,
+            run_id=run_id,
+            limits=limits,
+            origins=origins,
+            **options,
+        )
     except BaseException:
         spool.close()
         raise
     spool.seek(0)
-    return spool  # type: ignore[return-value]
+    return spool, origins  # type: ignore[return-value]
 
 
 def default_run_id(name: str, fmt: str) -> str:

@@ -6,6 +6,7 @@ order), so the same input always gives the same bundle bytes.
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 import json
 import re
@@ -13,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from evidence.canonical import text_sha256
-from ingest.bundle import MAX_PROBLEMS, SCHEMA_NAME
+from ingest.bundle import MAX_PROBLEMS, SCHEMA_NAME, Problem
 from ingest.schema import schema_problems
 from ingest.services import BundleInvalid
 
@@ -48,6 +49,70 @@ class ConvertProblem:
 class ConversionInvalid(BundleInvalid):
     """The input could not be converted, so nothing is imported: a refused bundle, whose
     `problems` (ConvertProblem) name the input's lines or records, not the bundle's."""
+
+
+# "(first on line 3)", "already has a response on line 9": a bundle line inside a message.
+_LINE_IN_MESSAGE = re.compile(r"\bon line (\d+)\b")
+
+
+@dataclass
+class Origins:
+    """Which input record made each bundle line, so the importer's `line N` problems of a
+    converted bundle (a text another snapshot holds, a changed expectation) name the
+    user's own record, as the conversion's problems do: the bundle is never seen."""
+
+    starts: list[int] = field(default_factory=list)  # the first bundle line of each record
+    wheres: list[str] = field(default_factory=list)  # the record's place: "line 2"
+    kinds: list[list[str]] = field(default_factory=list)  # its lines' kinds, in order
+
+    def add(self, where: str, lines: list[dict[str, Any]]) -> None:
+        if lines:
+            first = self.starts[-1] + len(self.kinds[-1]) if self.starts else 1
+            self.starts.append(first)
+            self.wheres.append(where)
+            self.kinds.append([line["kind"] for line in lines])
+
+    def at(self, line: int) -> tuple[str, str] | None:
+        """(the record's place, the kind of the line), or None for a line not made here."""
+        index = bisect.bisect_right(self.starts, line) - 1
+        if index < 0 or line - self.starts[index] >= len(self.kinds[index]):
+            return None
+        return self.wheres[index], self.kinds[index][line - self.starts[index]]
+
+    def placed(self, exc: BundleInvalid) -> BundleInvalid:
+        """The importer's refusal of the converted bundle, its problems named by record."""
+        if isinstance(exc, ConversionInvalid):
+            return exc  # named by record already
+        return ConversionInvalid([self._problem(p) for p in exc.problems], more=exc.more)
+
+    def _problem(self, problem: Problem) -> ConvertProblem:
+        message = _LINE_IN_MESSAGE.sub(self._place_of, problem.message)
+        origin = self.at(problem.line) if problem.line else None
+        if origin is None:
+            return ConvertProblem("", problem.path, message)
+        where, kind = origin
+        at = f"its {kind} line, {problem.path}" if problem.path else f"its {kind} line"
+        return ConvertProblem(where, "", f"{at}: {message}")
+
+    def _place_of(self, match: re.Match[str]) -> str:
+        origin = self.at(int(match.group(1)))
+        return f"in {origin[0]}" if origin else match.group(0)
+
+
+# The schema's maxLength of collection_snapshot; the command, the upload page and the API
+# hold a chosen name to the same rule (`snapshot_name`).
+SNAPSHOT_CHARS = 200
+_SNAPSHOT = re.compile(rf"[^\x00-\x1f\x7f]{{0,{SNAPSHOT_CHARS}}}")
+
+
+def snapshot_name(value: str) -> str:
+    """A snapshot chosen for a conversion, without the blanks around it ("": the format's
+    name); ValueError when it is longer than the schema allows or holds a control character
+    (a name shown on every page, and a NUL PostgreSQL cannot store)."""
+    name = value.strip()
+    if not _SNAPSHOT.fullmatch(name):
+        raise ValueError(name)
+    return name
 
 
 @dataclass(frozen=True)

@@ -103,12 +103,40 @@ def test_another_format_is_converted_under_the_run_id_given(api_as, lead):
     assert Run.objects.get(run_id="eval-nov").responses.count() == 3
 
 
+def test_a_converted_body_may_choose_its_snapshot(api_as, lead):
+    job = post_bundle(api_as(lead), RAGAS, "?format=ragas&run_id=eval-nov&snapshot=rag-12").json()
+    assert (job["state"], job["options"]["snapshot"]) == ("done", "rag-12")
+    assert Run.objects.get(run_id="eval-nov").snapshot.name == "rag-12"
+
+
+def test_a_converted_body_the_importer_refuses_names_the_bodys_own_line(api_as, lead):
+    api = api_as(lead)
+    post_bundle(api, RAGAS, "?format=ragas&run_id=eval-nov")
+    changed = RAGAS.replace(
+        b'"We ship to all EU countries and to Norway.", "Items', b'"EU.", "Items'
+    )
+    job = post_bundle(api, changed, "?format=ragas&run_id=eval-dec").json()
+    assert job["state"] == "failed"
+    # Line 6 of the converted bundle, which the pipeline never saw, is line 2 of its body.
+    assert job["errors"][0].startswith(
+        "line 2: its passage line, /text: passage shipping-policy_p02@1#1 already has"
+    )
+
+
 @pytest.mark.parametrize(
     ("query", "message"),
     [
         ("?format=csv", "format is one of bundle, ragas, alce, jsonl-simple."),
         ("?dry_run=maybe", "dry_run is true or false."),
         ("?run_id=a%20b", "run_id holds 1 to 100 letters, digits, dots, _, : or -."),
+        (
+            "?format=ragas&snapshot=a%09b",
+            "snapshot holds at most 200 characters, none a control character.",
+        ),
+        (
+            "?format=ragas&snapshot=" + "s" * 201,
+            "snapshot holds at most 200 characters, none a control character.",
+        ),
         (
             "?formt=alce&dry_run=true&x=1",
             "Unknown query parameter: formt, x. "

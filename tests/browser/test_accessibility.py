@@ -77,7 +77,7 @@ def test_the_upload_page_with_a_format_chosen_and_a_refusal_meets_no_serious_vio
     page.get_by_label("Run id").fill("axe-ragas")
     assert serious_violations(page) == []
     bad = ROOT / "tests" / "ingest" / "samples" / "alce-asqa.json"  # not Ragas JSONL
-    page.get_by_label("Bundle file").set_input_files(str(bad))
+    page.get_by_label("File", exact=True).set_input_files(str(bad))
     page.get_by_role("button", name="Import").click()
     page.get_by_role("heading", name="Refused: nothing was stored").wait_for()
     assert serious_violations(page) == []

@@ -35,7 +35,7 @@ def test_a_lead_sees_every_problem_of_a_refused_upload_without_leaving_the_page(
     bad.write_text('{"kind": "passage"}\n{oops\n', encoding="utf-8")
     log_in(page, "lead")
     page.goto("/p/demo/import/")
-    page.get_by_label("Bundle file").set_input_files(str(bad))
+    page.get_by_label("File", exact=True).set_input_files(str(bad))
     page.get_by_role("button", name="Import").click()
     result = page.locator("#result")
     expect(result).to_contain_text("Refused: nothing was stored")
@@ -54,7 +54,7 @@ def test_a_lead_watches_an_import_finish_and_comes_back_to_it(page, tmp_path):
     bundle.write_text("\n".join(json.dumps(line) for line in lines) + "\n", encoding="utf-8")
     log_in(page, "lead")
     page.goto("/p/demo/import/")
-    page.get_by_label("Bundle file").set_input_files(str(bundle))
+    page.get_by_label("File", exact=True).set_input_files(str(bundle))
     page.get_by_role("button", name="Import").click()
     result = page.locator("#result")
     expect(result).to_contain_text("Imported run watched-r1", timeout=20_000)  # polled in place

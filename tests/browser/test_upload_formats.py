@@ -30,7 +30,7 @@ def test_a_lead_chooses_ragas_from_the_keyboard_imports_a_sample_and_reaches_the
     expect(choice).to_have_value("ragas")
 
     page.get_by_label("Run id").fill(run_id)
-    page.get_by_label("Bundle file").set_input_files(str(SAMPLES / "ragas-result.jsonl"))
+    page.get_by_label("File", exact=True).set_input_files(str(SAMPLES / "ragas-result.jsonl"))
     page.get_by_role("button", name="Import").click()
 
     # The import job's state comes into the page in place, then its run is a link away.
@@ -63,7 +63,7 @@ def test_a_malformed_file_of_a_chosen_format_is_refused_in_place_line_by_line(
         label="Minimal JSONL (query, answer, contexts), converted first"
     )
     page.get_by_label("Run id").fill(run_id)
-    page.get_by_label("Bundle file").set_input_files(str(bad))
+    page.get_by_label("File", exact=True).set_input_files(str(bad))
     page.get_by_role("button", name="Import").click()
 
     result = page.locator("#result")

@@ -15,7 +15,9 @@ import pytest
 from cards.annotators import roster_of
 from cards.metrics import Source, run_metrics
 from cards.models import Origin, VerdictRevision
-from ingest.convert import ConversionInvalid, convert_bundle, records
+from ingest.bundle import Problem
+from ingest.convert import ConversionInvalid, Origins, convert_bundle, records
+from ingest.services import BundleInvalid
 from replay.models import Citation, Run
 from tests.conftest import import_bytes
 
@@ -263,3 +265,28 @@ def test_a_record_past_the_line_limit_is_refused_by_its_place():
             fmt="alce", source=io.BytesIO(data), out=io.BytesIO(), run_id="r", limits=small
         )
     assert caught.value.lines() == ["data[0] (line 2): a record is longer than 200 bytes"]
+
+
+def test_the_importers_problems_of_a_converted_bundle_are_named_by_the_inputs_records():
+    origins = Origins()
+    out = io.BytesIO()
+    data = (SAMPLES / "simple.jsonl").read_bytes()
+    convert_bundle(
+        fmt="jsonl-simple", source=io.BytesIO(data), out=out, run_id="c", origins=origins
+    )
+    kinds = [line["kind"] for line in lines_of(out.getvalue())]
+    second_case = kinds.index("case", kinds.index("case") + 1) + 1
+    refused = BundleInvalid(
+        [
+            Problem(1, "/run_id", "taken"),
+            Problem(second_case, "/case_id", "declared twice (first on line 4)"),
+            Problem(0, "", "the database refused the import"),
+            Problem(len(kinds) + 1, "", "past the end"),
+        ]
+    )
+    assert origins.placed(refused).lines() == [
+        "the run: its run line, /run_id: taken",
+        "line 2: its case line, /case_id: declared twice (first in line 1)",
+        "the database refused the import",
+        "past the end",
+    ]

@@ -71,3 +71,11 @@ def test_the_bundle_can_go_to_standard_output(capfdbinary):
     )
     written = capfdbinary.readouterr().out
     assert json.loads(written.splitlines()[0])["run_id"] == "ragas-0"
+
+
+def test_a_snapshot_with_a_control_character_is_refused_before_reading(tmp_path):
+    target = tmp_path / "bundle.jsonl"
+    source = str(SAMPLES / "alce-asqa.json")
+    with pytest.raises(CommandError, match="--snapshot holds at most 200 characters"):
+        convert("--from", "alce", source, "--out", str(target), "--snapshot", "a\tb")
+    assert not target.exists()

@@ -13,10 +13,12 @@ from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from ingest.convert import (
     FORMATS,
+    SNAPSHOT_CHARS,
     UNKNOWN_TIME,
     ConversionInvalid,
     convert_bundle,
     default_run_id,
+    snapshot_name,
 )
 from ingest.services import limits_from_settings
 
@@ -38,6 +40,12 @@ class Command(BaseCommand):
     def handle(self, *args, **options) -> None:
         fmt, path, out_path = options["fmt"], options["input"], options["out"]
         run_id = options["run_id"] or default_run_id("" if path == "-" else path, fmt)
+        try:
+            options["snapshot"] = snapshot_name(options["snapshot"])
+        except ValueError:
+            raise CommandError(
+                f"--snapshot holds at most {SNAPSHOT_CHARS} characters, none a control character"
+            ) from None
         with ExitStack() as stack:
             if path == "-":
                 source = sys.stdin.buffer
