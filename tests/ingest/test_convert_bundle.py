@@ -15,6 +15,8 @@ import pytest
 from cards.annotators import roster_of
 from cards.metrics import Source, run_metrics
 from cards.models import Origin, VerdictRevision
+from cards.services.claims import claim_create
+from cards.suggestions import suggest_claims
 from ingest.bundle import Problem
 from ingest.convert import ConversionInvalid, Origins, convert_bundle, records
 from ingest.services import BundleInvalid
@@ -138,19 +140,28 @@ def test_the_old_ragas_names_convert_like_the_new_ones():
     assert response["trace"]["ragas"]["ground_truths"] == ["Within 30 days of delivery."]
 
 
-def test_alce_markers_become_citations_and_sentences_unjudged_claims(project):
+def test_alce_markers_become_citations_and_its_sentences_are_left_to_the_suggested_split(
+    project, reviewer
+):
     summary = import_bytes(sample("alce", "alce-asqa.json"))
-    assert (summary.claims, summary.verdicts) == (3, 0)
+    assert (summary.claims, summary.verdicts, Citation.objects.count()) == (0, 0, 3)
     bundle = lines_of(sample("alce", "alce-asqa.json"))
     first = next(line for line in bundle if line["kind"] == "response")
     assert [c["marker"] for c in first["citations"]] == ["[1]", "[2]"]
-    assert [c["text"] for c in first["claims"]] == [
-        "Maurice Garin won the first Tour de France in 1903.",
-        "He was an Italian-born French cyclist.",
-    ]
-    assert first["claims"][0]["citations"] == ["1029384@1#1"]
-    assert first["claims"][1]["citations"] == ["1029385@1#1"]
-    assert Citation.objects.count() == 3
+    assert "claims" not in first
+    # Nobody has split the answers: they are not reviewed, as the "not judged" says.
+    run = Run.objects.get(run_id="conv-1")
+    figures = run_metrics(run=run, source=Source()).as_json()
+    assert {r["status"] for r in figures["per_response"]} == {"unreviewed"}
+    # The case page suggests the same sentences, and an accepted one cites its markers.
+    response = run.responses.get(text__startswith="Maurice")
+    markers = [(c.start, c.end) for c in response.citations.all()]
+    suggested = suggest_claims(response.text, markers)
+    assert [s.text for s in suggested][0] == "Maurice Garin won the first Tour de France in 1903."
+    claim = claim_create(
+        response=response, author=reviewer, text=suggested[0].text, spans=suggested[0].spans
+    )
+    assert claim.revisions.get().citations == ["1029384@1#1"]
 
 
 def test_an_alce_marker_past_the_documents_is_left_in_the_trace():
