@@ -2,10 +2,13 @@
 
 Each item has `question`, `docs` (`[{title, text, id?, url?, score?, …}]`, the passages
 shown to the model, numbered from 1 in the prompt) and `output`, the answer with
-citation markers `[n]` (ALCE's `eval.py` reads `[n` as document n). Each sentence of the
-answer becomes a claim with its span and the documents its markers cite, for a
-reviewer to judge: ALCE's own sentence-level verdicts come from its NLI model and are
-not in the result file.
+citation markers `[n]` (ALCE's `eval.py` reads `[n` as document n). The markers become
+citations with their offsets; the answer's sentences are left to the case page's
+suggested split (the same splitter, each accepted sentence citing what its markers
+cite), so a response stays unreviewed until a person has split it: claims in a bundle
+would mark its decomposition complete (docs/decisions.md, "ALCE sentences are
+suggestions"). ALCE's own sentence-level verdicts come from its NLI model and are not in
+the result file.
 """
 
 from __future__ import annotations
@@ -13,8 +16,6 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from cards.rules import refs_for_spans
-from cards.suggestions import suggest_claims
 from ingest.convert.build import (
     Builder,
     Context,
@@ -29,7 +30,6 @@ from ingest.convert.records import finite
 FORMAT = "alce"
 KEY = "data"
 MARKER = re.compile(r"\[(\d+)\]")
-CLAIM_CHARS = 5000
 
 
 def beside(builder: Builder, key: str, value: Any) -> None:
@@ -93,7 +93,6 @@ def convert(builder: Builder, record: Any, *, where: str) -> list[dict[str, Any]
         text=output,
         retrieved=retrieved,
         citations=citations,
-        claims=_claims(output, citations, unresolved),
         trace=trace,
     )
     lines.append(response)
@@ -119,26 +118,3 @@ def _citations(
         else:
             unresolved.append((match.start(), match.end(), match.group(0)))
     return citations, unresolved
-
-
-def _claims(
-    output: str, citations: list[dict[str, Any]], unresolved: list[tuple[int, int, str]]
-) -> list[dict[str, Any]]:
-    """One claim a sentence, markers left out of its text, citing what its markers cite."""
-    markers = [(c["start"], c["end"], c["ref"]) for c in citations]
-    spans = [(start, end) for start, end, _ in markers] + [(s, e) for s, e, _ in unresolved]
-    claims = []
-    for suggestion in suggest_claims(output, sorted(spans)):
-        text = suggestion.text
-        if len(text) > CLAIM_CHARS:
-            text = text[: CLAIM_CHARS - 1] + "…"
-        claim: dict[str, Any] = {
-            "claim_id": f"s{len(claims) + 1}",
-            "text": text,
-            "spans": [list(span) for span in suggestion.spans],
-        }
-        cited = refs_for_spans(output, markers, suggestion.spans)
-        if cited:
-            claim["citations"] = cited
-        claims.append(claim)
-    return claims

@@ -8,6 +8,9 @@ from __future__ import annotations
 
 import io
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -15,13 +18,21 @@ import pytest
 from cards.annotators import roster_of
 from cards.metrics import Source, run_metrics
 from cards.models import Origin, VerdictRevision
+from cards.services.claims import claim_create
+from cards.suggestions import suggest_claims
 from ingest.bundle import Problem
 from ingest.convert import ConversionInvalid, Origins, convert_bundle, records
 from ingest.services import BundleInvalid
 from replay.models import Citation, Run
-from tests.conftest import import_bytes
+from tests.conftest import ROOT, import_bytes
 
 SAMPLES = Path(__file__).parent / "samples"
+EVERY_SAMPLE = [
+    ("ragas", "ragas-result.jsonl"),
+    ("ragas", "ragas-0.1.jsonl"),
+    ("alce", "alce-asqa.json"),
+    ("jsonl-simple", "simple.jsonl"),
+]
 
 
 def converted(fmt: str, data: bytes, **options) -> bytes:
@@ -48,31 +59,47 @@ def problems_of(fmt: str, data: bytes) -> list[str]:
     return caught.value.lines()
 
 
-@pytest.mark.parametrize(
-    ("fmt", "name"),
-    [
-        ("ragas", "ragas-result.jsonl"),
-        ("ragas", "ragas-0.1.jsonl"),
-        ("alce", "alce-asqa.json"),
-        ("jsonl-simple", "simple.jsonl"),
-    ],
-)
+@pytest.mark.parametrize(("fmt", "name"), EVERY_SAMPLE)
 def test_each_sample_converts_into_a_bundle_the_importer_stores(project, fmt, name):
     summary = import_bytes(sample(fmt, name))
     assert summary.run_id == "conv-1"
     assert Run.objects.get(run_id="conv-1").snapshot.name == fmt
 
 
-@pytest.mark.parametrize(
-    ("fmt", "name"),
-    [
-        ("ragas", "ragas-result.jsonl"),
-        ("alce", "alce-asqa.json"),
-        ("jsonl-simple", "simple.jsonl"),
-    ],
-)
-def test_the_same_input_gives_the_same_bundle_bytes(fmt, name):
-    assert sample(fmt, name) == sample(fmt, name)
+def expected_bundle(name: str) -> Path:
+    """The bundle a sample converts to (run id conv-1), checked in beside it: written by
+    `convert_bundle --run-id conv-1` and read once by a person. A change of the converter
+    that changes the bytes changes this file, in the same commit."""
+    return SAMPLES / f"{name.rsplit('.', 1)[0]}.bundle.jsonl"
+
+
+@pytest.mark.parametrize(("fmt", "name"), EVERY_SAMPLE)
+def test_each_sample_converts_to_the_bytes_checked_in_beside_it(fmt, name):
+    assert sample(fmt, name) == expected_bundle(name).read_bytes()
+
+
+def test_another_process_with_another_hash_seed_converts_to_the_same_bytes(tmp_path):
+    # Set and dict order of str keys changes with PYTHONHASHSEED; a converter that leaned
+    # on one would pass in this process and differ in the next. One subprocess, all four.
+    script = "; ".join(
+        [
+            "from pathlib import Path",
+            "from ingest.convert import convert_bundle",
+            *(
+                f"convert_bundle(fmt={fmt!r}, source=open({str(SAMPLES / name)!r}, 'rb'), "
+                f"out=open({str(tmp_path / name)!r}, 'wb'), run_id='conv-1')"
+                for fmt, name in EVERY_SAMPLE
+            ),
+        ]
+    )
+    env = {**os.environ, "DEBUG": "1", "PYTHONHASHSEED": "4242"}
+    env.pop("DATABASE_URL", None)  # it converts only: no database is opened
+    subprocess.run(
+        [sys.executable, "manage.py", "shell", "-c", script],
+        cwd=ROOT, env=env, check=True, capture_output=True, timeout=120,
+    )  # fmt: skip
+    for _, name in EVERY_SAMPLE:
+        assert (tmp_path / name).read_bytes() == expected_bundle(name).read_bytes(), name
 
 
 def test_ragas_statements_become_claims_judged_by_an_imported_annotator(project):
@@ -138,19 +165,28 @@ def test_the_old_ragas_names_convert_like_the_new_ones():
     assert response["trace"]["ragas"]["ground_truths"] == ["Within 30 days of delivery."]
 
 
-def test_alce_markers_become_citations_and_sentences_unjudged_claims(project):
+def test_alce_markers_become_citations_and_its_sentences_are_left_to_the_suggested_split(
+    project, reviewer
+):
     summary = import_bytes(sample("alce", "alce-asqa.json"))
-    assert (summary.claims, summary.verdicts) == (3, 0)
+    assert (summary.claims, summary.verdicts, Citation.objects.count()) == (0, 0, 3)
     bundle = lines_of(sample("alce", "alce-asqa.json"))
     first = next(line for line in bundle if line["kind"] == "response")
     assert [c["marker"] for c in first["citations"]] == ["[1]", "[2]"]
-    assert [c["text"] for c in first["claims"]] == [
-        "Maurice Garin won the first Tour de France in 1903.",
-        "He was an Italian-born French cyclist.",
-    ]
-    assert first["claims"][0]["citations"] == ["1029384@1#1"]
-    assert first["claims"][1]["citations"] == ["1029385@1#1"]
-    assert Citation.objects.count() == 3
+    assert "claims" not in first
+    # Nobody has split the answers: they are not reviewed, as the issue's "not judged" says.
+    run = Run.objects.get(run_id="conv-1")
+    figures = run_metrics(run=run, source=Source()).as_json()
+    assert {r["status"] for r in figures["per_response"]} == {"unreviewed"}
+    # The case page suggests the same sentences, and an accepted one cites its markers.
+    response = run.responses.get(text__startswith="Maurice")
+    markers = [(c.start, c.end) for c in response.citations.all()]
+    suggested = suggest_claims(response.text, markers)
+    assert [s.text for s in suggested][0] == "Maurice Garin won the first Tour de France in 1903."
+    claim = claim_create(
+        response=response, author=reviewer, text=suggested[0].text, spans=suggested[0].spans
+    )
+    assert claim.revisions.get().citations == ["1029384@1#1"]
 
 
 def test_an_alce_marker_past_the_documents_is_left_in_the_trace():
