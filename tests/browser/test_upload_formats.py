@@ -30,6 +30,7 @@ def test_a_lead_chooses_ragas_from_the_keyboard_imports_a_sample_and_reaches_the
     expect(choice).to_have_value("ragas")
 
     page.get_by_label("Run id").fill(run_id)
+    page.get_by_label("Collection snapshot", exact=False).fill(f"kb-{run_id}")
     page.get_by_label("File", exact=True).set_input_files(str(SAMPLES / "ragas-result.jsonl"))
     page.get_by_role("button", name="Import").click()
 
@@ -40,6 +41,8 @@ def test_a_lead_chooses_ragas_from_the_keyboard_imports_a_sample_and_reaches_the
     result.get_by_role("link", name=run_id).click()
     page.wait_for_url(f"**/p/demo/runs/{run_id}/")
     expect(page.get_by_role("link", name=re.compile(r"^q-"))).to_have_count(3)
+    # The snapshot typed on the upload page is the run's, not the format's default.
+    expect(page.locator("dd.mono", has_text=f"kb-{run_id}")).to_have_count(1)
     assert page.console_problems == [] and page.failed_requests == []
 
 
