@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from typing import IO
 
+from django.db import transaction
 from django.tasks import task
 
 from audit.export import AuditExportError, export_stream
@@ -92,22 +93,30 @@ def export_run(*, code: str) -> None:
             with partial.open("wb") as out:
                 for _ in export_stream(package, _Counted(out, heartbeat)):
                     pass
-            os.replace(partial, target)
-            audit_record(package=package, user=job.requested_by)
+            result = {"package_id": package.package_id, "runs": [r.run_id for r in package.runs]}
+            # The job's "done", the package's record and anchor, and the file under its name
+            # together: when the sweep gave the job up meanwhile ("failed", its worker silent
+            # too long), none of them. On PostgreSQL the update locks the job's row, so a
+            # sweep arriving now waits and then finds the job done.
+            with transaction.atomic():
+                if not job_finish(
+                    job=job, counts=heartbeat.counts, result=result, file_name=target.name
+                ):
+                    raise JobGivenUp(code)
+                audit_record(package=package, user=job.requested_by)
+                os.replace(partial, target)
+        except JobGivenUp:
+            partial.unlink(missing_ok=True)
+            return  # the job already says why
         except (LookupError, AuditExportError) as exc:
             partial.unlink(missing_ok=True)
             job_fail(job=job, counts=heartbeat.counts, errors=[f"Export refused: {exc}"])
             return
         except BaseException as exc:
             partial.unlink(missing_ok=True)
+            target.unlink(missing_ok=True)  # renamed, then its COMMIT failed: not done
             job_fail(job=job, counts=heartbeat.counts, errors=[_stopped(exc)])
             raise
-        job_finish(
-            job=job,
-            counts=heartbeat.counts,
-            result={"package_id": package.package_id, "runs": [r.run_id for r in package.runs]},
-            file_name=target.name,
-        )
 
 
 class _Counted:

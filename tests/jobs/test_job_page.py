@@ -259,3 +259,29 @@ def sweep_and_close() -> int:
         return jobs_sweep()
     finally:
         connection.close()  # the thread's own connection
+
+
+def test_an_export_swept_while_its_worker_was_silent_leaves_no_package_after_all(
+    client, lead, demo_runs, jobs_dir, monkeypatch, settings
+):
+    # The export's counterpart of the import above: its worker wakes up after the sweep
+    # failed its job; it must not name a package, record it or anchor it behind the job.
+    from audit.models import AuditExport
+    from tests.audit.test_audit_export import export_job
+
+    build = jobs.tasks.audit_package
+
+    def swept_first(**kwargs):
+        package = build(**kwargs)
+        settings.JOB_STALE_SECONDS = -60  # every running job looks stale
+        assert jobs_sweep() == 1
+        return package
+
+    monkeypatch.setattr(jobs.tasks, "audit_package", swept_first)
+    client.force_login(lead)
+    job = export_job(client, "run=q017-r1")
+    assert job.state == Job.State.FAILED
+    assert "The worker stopped during this job" in job.errors[0]
+    assert not AuditExport.objects.exists()
+    assert sorted(path.name for path in jobs_dir.iterdir()) == []
+    assert client.get(reverse("job_download", args=["demo", job.code])).status_code == 404
