@@ -74,7 +74,13 @@ def _author_matches_origin() -> Q:
 class Claim(models.Model):
     """The stable identity of one atomic claim inside a response."""
 
-    response = models.ForeignKey(Response, models.PROTECT, related_name="claims")
+    response = models.ForeignKey(
+        Response,
+        models.PROTECT,
+        related_name="claims",
+        # Its unique constraint starts with this column: no index of its own to keep.
+        db_index=False,
+    )
     key = models.CharField(max_length=100, help_text="claim_id from the bundle, or assigned here.")
     position = models.PositiveIntegerField()
     created_at = models.DateTimeField(db_default=Now())
@@ -89,7 +95,13 @@ class Claim(models.Model):
 
 
 class ClaimRevision(models.Model):
-    claim = models.ForeignKey(Claim, models.PROTECT, related_name="revisions")
+    claim = models.ForeignKey(
+        Claim,
+        models.PROTECT,
+        related_name="revisions",
+        # Its unique constraint starts with this column: no index of its own to keep.
+        db_index=False,
+    )
     seq = models.PositiveIntegerField(help_text="Position in the claim's chain.")
     text = models.TextField()
     kind = models.CharField(max_length=12, choices=ClaimKind.choices, default=ClaimKind.FACTUAL)
@@ -146,7 +158,13 @@ class ClaimRevision(models.Model):
 
 
 class VerdictRevision(models.Model):
-    claim = models.ForeignKey(Claim, models.PROTECT, related_name="verdicts")
+    claim = models.ForeignKey(
+        Claim,
+        models.PROTECT,
+        related_name="verdicts",
+        # Its unique constraint starts with this column: no index of its own to keep.
+        db_index=False,
+    )
     seq = models.PositiveIntegerField(help_text="Position in the claim's chain.")
     author = models.ForeignKey(
         settings.AUTH_USER_MODEL, models.PROTECT, null=True, blank=True, related_name="+"
@@ -307,7 +325,8 @@ class ClaimTally(models.Model):
     """
 
     claim = models.OneToOneField(Claim, models.CASCADE, primary_key=True, related_name="tally")
-    run = models.ForeignKey(Run, models.CASCADE, related_name="+")
+    # Its index (run, response) starts with this column: no index of its own to keep.
+    run = models.ForeignKey(Run, models.CASCADE, related_name="+", db_index=False)
     response = models.ForeignKey(Response, models.CASCADE, related_name="+")
     current = models.BooleanField(help_text="The newest revision is not withdrawn.")
     kind = models.CharField(max_length=12, choices=ClaimKind.choices)
@@ -343,7 +362,8 @@ class ResponseTally(models.Model):
     response = models.OneToOneField(
         Response, models.CASCADE, primary_key=True, related_name="tally"
     )
-    run = models.ForeignKey(Run, models.CASCADE, related_name="+")
+    # Its index (run, response) starts with this column: no index of its own to keep.
+    run = models.ForeignKey(Run, models.CASCADE, related_name="+", db_index=False)
     reviewed = models.BooleanField()
     fact_ids = models.JSONField(default=list)  # required facts of the expectation
     gap_ids = models.JSONField(default=list)  # known gaps of the expectation

@@ -106,3 +106,52 @@ APPEND_ONLY_TABLES = {
         "cards_unblinding",
     ],
 }
+
+
+class NoOwnIndex(Operation):
+    """A foreign key loses its own index (`db_index=False`) where a unique constraint or an
+    index that starts with its column serves every look-up by it.
+
+    Only the index is dropped: an `AlterField` would make SQLite copy the table into a new
+    one, and the copy has none of the append-only triggers above. The state is the
+    `AlterField`'s. Why: the index is one more to write for every row a bulk import
+    stores, and on PostgreSQL, with statistics that still believe a snapshot empty (during
+    its import), the planner took it for a passage's look-up by snapshot and ref and scanned
+    the whole snapshot once per passage.
+    """
+
+    reversible = True
+
+    def __init__(self, model_name: str, name: str, field) -> None:
+        from django.db import migrations
+
+        self.alter = migrations.AlterField(model_name=model_name, name=name, field=field)
+
+    def deconstruct(self):
+        return (self.__class__.__qualname__, [], {
+            "model_name": self.alter.model_name, "name": self.alter.name,
+            "field": self.alter.field,
+        })  # fmt: skip
+
+    def state_forwards(self, app_label, state):
+        self.alter.state_forwards(app_label, state)
+
+    def _own_indexes(self, schema_editor, model) -> list[str]:
+        column = model._meta.get_field(self.alter.name).column
+        return schema_editor._constraint_names(
+            model, [column], index=True, unique=False, primary_key=False
+        )
+
+    def database_forwards(self, app_label, schema_editor, from_state, to_state):
+        model = from_state.apps.get_model(app_label, self.alter.model_name)
+        for name in self._own_indexes(schema_editor, model):
+            schema_editor.execute(schema_editor._delete_index_sql(model, name))
+
+    def database_backwards(self, app_label, schema_editor, from_state, to_state):
+        model = to_state.apps.get_model(app_label, self.alter.model_name)
+        field = model._meta.get_field(self.alter.name)
+        if not self._own_indexes(schema_editor, model):
+            schema_editor.execute(schema_editor._create_index_sql(model, fields=[field]))
+
+    def describe(self) -> str:
+        return f"Drop the own index of {self.alter.model_name}.{self.alter.name}"

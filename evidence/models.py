@@ -121,7 +121,13 @@ class Passage(models.Model):
 
     VersionStatus = VersionStatus
 
-    snapshot = models.ForeignKey(Snapshot, models.PROTECT, related_name="passages")
+    snapshot = models.ForeignKey(
+        Snapshot,
+        models.PROTECT,
+        related_name="passages",
+        # Its unique constraint starts with this column: no index of its own to keep.
+        db_index=False,
+    )
     ref = models.CharField(max_length=600)
     doc_id = models.CharField(max_length=200)
     version = models.CharField(max_length=200)
@@ -173,7 +179,13 @@ class Passage(models.Model):
 class Case(models.Model):
     """A question of the frozen test set; stable across replays by `case_id`."""
 
-    project = models.ForeignKey(Project, models.PROTECT, related_name="cases")
+    project = models.ForeignKey(
+        Project,
+        models.PROTECT,
+        related_name="cases",
+        # Its unique constraint starts with this column: no index of its own to keep.
+        db_index=False,
+    )
     case_id = models.CharField(max_length=100)
     created_at = models.DateTimeField(db_default=Now())
 
@@ -192,7 +204,13 @@ class Expectation(models.Model):
     A changed expectation is a new version; comparisons across versions say so.
     """
 
-    case = models.ForeignKey(Case, models.PROTECT, related_name="expectations")
+    case = models.ForeignKey(
+        Case,
+        models.PROTECT,
+        related_name="expectations",
+        # Its unique constraint starts with this column: no index of its own to keep.
+        db_index=False,
+    )
     version = models.PositiveIntegerField()
     query = models.TextField()
     query_id = models.CharField(max_length=200, blank=True, default="")

@@ -54,7 +54,13 @@ class Run(models.Model):
 class Response(models.Model):
     """One answer of a run to one case, exactly as shown to the user."""
 
-    run = models.ForeignKey(Run, models.PROTECT, related_name="responses")
+    run = models.ForeignKey(
+        Run,
+        models.PROTECT,
+        related_name="responses",
+        # Its unique constraint starts with this column: no index of its own to keep.
+        db_index=False,
+    )
     case = models.ForeignKey(Case, models.PROTECT, related_name="responses")
     expectation = models.ForeignKey(Expectation, models.PROTECT, related_name="responses")
     position = models.PositiveIntegerField(help_text="Order of the response in its bundle.")
@@ -82,7 +88,13 @@ class Response(models.Model):
 class Retrieval(models.Model):
     """One row of the ranked list the retriever returned for a response."""
 
-    response = models.ForeignKey(Response, models.PROTECT, related_name="retrieved")
+    response = models.ForeignKey(
+        Response,
+        models.PROTECT,
+        related_name="retrieved",
+        # Its unique constraint starts with this column: no index of its own to keep.
+        db_index=False,
+    )
     rank = models.PositiveIntegerField()
     passage = models.ForeignKey(Passage, models.PROTECT, related_name="+")
     score = models.FloatField(null=True, blank=True)
@@ -109,7 +121,13 @@ class Retrieval(models.Model):
 class Citation(models.Model):
     """A citation marker shown to the user, pointing at a declared passage."""
 
-    response = models.ForeignKey(Response, models.PROTECT, related_name="citations")
+    response = models.ForeignKey(
+        Response,
+        models.PROTECT,
+        related_name="citations",
+        # Its unique constraint starts with this column: no index of its own to keep.
+        db_index=False,
+    )
     position = models.PositiveIntegerField()
     marker = models.CharField(max_length=200)
     passage = models.ForeignKey(Passage, models.PROTECT, related_name="+")
