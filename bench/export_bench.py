@@ -213,7 +213,7 @@ class Database:
             self.file = self.work / "export.sqlite3"
             self.url = sqlite_url(self.file)
         self.env = django_env(self.url, AUDIT_ANCHOR_DIR=str(self.anchors), AUDIT_SIGNING_KEY=KEY)
-        self.seeds: dict[str, bytes] = {}
+        self.seeds: dict[str, tuple[bytes | None, bytes | None]] = {}
 
     def setup(self, bundles: list[Path]) -> None:
         migrate(self.url)
@@ -235,16 +235,27 @@ class Database:
             args += ["--level", str(level)]
         return run_child(__file__, *args, env=self.env)
 
+    def anchor_files(self) -> tuple[Path, Path]:
+        """The project's anchors file and its log's checkpoint (audit.anchor_log)."""
+        return self.anchors / f"{PROJECT}.jsonl", self.anchors / f"{PROJECT}.checkpoint.json"
+
     def reset_anchors(self, run_id: str) -> None:
-        """The anchors file as the run's warm-up export left it: one earlier package."""
-        (self.anchors / f"{PROJECT}.jsonl").write_bytes(self.seeds[run_id])
+        """The anchors file and its checkpoint as the run's warm-up export left them: one
+        earlier package (a checkpoint ahead of its file is refused as a file cut short)."""
+        for path, data in zip(self.anchor_files(), self.seeds[run_id], strict=True):
+            if data is None:
+                path.unlink(missing_ok=True)
+            else:
+                path.write_bytes(data)
 
     def measure(self, run_id: str, runs: int) -> dict[str, list]:
         package = self.work / f"{run_id}.zip"
-        anchor_file = self.anchors / f"{PROJECT}.jsonl"
-        anchor_file.unlink(missing_ok=True)
+        for path in self.anchor_files():
+            path.unlink(missing_ok=True)
         warm = self.export(run_id, package)
-        self.seeds[run_id] = anchor_file.read_bytes()
+        self.seeds[run_id] = tuple(
+            path.read_bytes() if path.exists() else None for path in self.anchor_files()
+        )
         files = extract(package, self.work / f"{run_id}-members")
         figures: dict[str, list] = {key: [] for key in FIGURES}
         ids = {warm["package_id"]}
