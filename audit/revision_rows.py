@@ -9,7 +9,7 @@ from collections.abc import Iterator
 from audit.package import CHUNK, AuditExportError, Package, anchored_head_gone
 from cards.chain import claim_revision_document, verdict_revision_document
 from cards.models import ClaimRevision, VerdictRevision
-from evidence.canonical import canonical_str
+from evidence.canonical import canonical_text
 from evidence.fields import as_text, decoded
 
 IDENTITY = (
@@ -144,7 +144,7 @@ def _sealed_line(document: dict, digest: str) -> tuple[str, str]:
     """
     before = {key: value for key, value in document.items() if key < "sha256"}
     after = {key: value for key, value in document.items() if key > "sha256"}
-    head, tail = (canonical_str(half)[1:-1] if half else None for half in (before, after))
+    head, tail = (canonical_text(half)[1:-1] if half else None for half in (before, after))
     sealed = "{" + ",".join(part for part in (head, tail) if part is not None) + "}"
     seal = f'"sha256":"{digest}"'
     line = "{" + ",".join(part for part in (head, seal, tail) if part is not None) + "}\n"

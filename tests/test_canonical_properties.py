@@ -21,6 +21,8 @@ from cards.chain import claim_revision_document, seal, verdict_revision_document
 from evidence.canonical import (
     canonical_json,
     canonical_lines,
+    canonical_str,
+    canonical_text,
     compact_str,
     rfc3339,
     sha256_hex,
@@ -261,6 +263,19 @@ def test_a_value_without_floats_is_written_as_the_documented_json_dumps(value):
 @given(st.dictionaries(any_text, plain_values | json_values, max_size=6))
 def test_a_nested_document_with_floats_and_big_integers_is_the_documented_json_dumps(value):
     assert canonical_json(value) == dumps(value)
+
+
+@given(plain_values | json_values)
+def test_the_canonical_text_is_the_documented_json_dumps_before_utf8(value):
+    assert canonical_text(value) == canonical_str(value)
+    assert canonical_text(value).encode("utf-8") == dumps(value)
+
+
+@given(st.lists(plain_values | json_values, max_size=5))
+def test_lines_of_plain_and_other_values_are_each_values_documented_json(values):
+    # An audit package's members go through canonical_lines: orjson for some lines, the
+    # reference encoder for others, in one batch.
+    assert canonical_lines(values) == b"".join(dumps(value) + b"\n" for value in values)
 
 
 @pytest.mark.parametrize(
