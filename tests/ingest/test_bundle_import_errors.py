@@ -117,6 +117,31 @@ def test_the_unchanged_fixture_imports(project):
     assert summary.claims == 4
 
 
+def test_an_import_collects_its_young_objects_less_often_and_puts_the_collector_back(
+    project, monkeypatch
+):
+    # gc.set_threshold is the process's: a worker's next job, or a test, must find it as it was,
+    # after an import that passed and after one that was refused.
+    import gc
+
+    from ingest import services
+
+    seen = []
+    store = services.run_tallies_store
+
+    def tallies(**kwargs):
+        seen.append(gc.get_threshold())
+        return store(**kwargs)
+
+    monkeypatch.setattr(services, "run_tallies_store", tallies)
+    before = gc.get_threshold()
+    import_bytes(bundle_bytes(*good()))
+    assert seen == [(services.YOUNG_THRESHOLD, *before[1:])]
+    assert gc.get_threshold() == before
+    refused(with_line_5("{"))
+    assert gc.get_threshold() == before
+
+
 # --- bytes, encoding and JSON ---------------------------------------------------------------
 
 
