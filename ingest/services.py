@@ -168,7 +168,9 @@ def bundle_import(
                 transaction.set_rollback(True)  # and with it the temporary tables
             else:
                 importer.seen.drop()
-                # The stored figures (cards.services.tallies), in the import's transaction.
+                # The stored figures (cards.services.tallies), in the import's transaction,
+                # read the run back: with the statistics of the tables as they now are.
+                importer.rows.analyze_now()
                 run_tallies_store(
                     run=Run.objects.get(pk=importer.batches.run_pk), write=importer.rows.write
                 )

@@ -63,3 +63,44 @@ def test_the_key_left_deferred_and_all_keys_after_the_import_are_checked_at_comm
         reached_commit = True
     assert reached_commit  # and COMMIT refused them
     assert not Case.objects.exists()
+
+
+def reltuples(table: str) -> float:
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT reltuples FROM pg_class WHERE relname = %s", [table])
+        return cursor.fetchone()[0]
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite keeps no such statistics")
+def test_the_stored_figures_read_the_import_back_with_statistics_of_its_rows(project, monkeypatch):
+    # PostgreSQL plans for the tables as they were last analyzed; an import's read-back of
+    # its own rows (the stored figures) was planned for empty tables (12.1 s → 9.2 s for
+    # 10,000 cases with them analyzed first).
+    from cards.services import tallies
+    from ingest import bulk, services
+    from tests.conftest import bundle_bytes, import_bytes
+    from tests.factories import synthetic_bundle
+
+    monkeypatch.setattr(bulk, "ANALYZE_THRESHOLD", 20)
+    seen = {}
+    store = tallies.run_tallies_store
+
+    def read_back(**kwargs):
+        seen["retrievals"] = reltuples("replay_retrieval")
+        seen["claims"] = reltuples("cards_claim")
+        return store(**kwargs)
+
+    monkeypatch.setattr(services, "run_tallies_store", read_back)
+    analyzed_after = []
+    monkeypatch.setattr(transaction, "on_commit", lambda fn, **kw: analyzed_after.append(fn))
+    import_bytes(bundle_bytes(*synthetic_bundle(run_id="stats-r1", cases=10, passages=3)))
+    assert seen["retrievals"] >= 30 and seen["claims"] >= 20, seen
+    # After the commit, only what grew since: the stored figures' own rows.
+    statements = []
+    with connection.execute_wrapper(
+        lambda run, sql, *args: statements.append(sql) or run(sql, *args)
+    ):
+        for fn in analyzed_after:
+            fn()
+    analyze = [sql for sql in statements if sql.startswith("ANALYZE")]
+    assert analyze and "replay_retrieval" not in analyze[0] and "cards_claimtally" in analyze[0]
