@@ -34,12 +34,25 @@ def canonical_json(value: Any) -> bytes:
     reference path; so does whatever orjson refuses (an integer past 64 bits, a lone
     surrogate, a key that is not a text), which then encodes or raises as it always did.
     """
+    fast = _by_orjson(value)
+    return canonical_str(value).encode("utf-8") if fast is None else fast
+
+
+def canonical_text(value: Any) -> str:
+    """`canonical_json` as text: `canonical_str`'s, by orjson where it writes the same."""
+    fast = _by_orjson(value)
+    return canonical_str(value) if fast is None else fast.decode("utf-8")
+
+
+def _by_orjson(value: Any) -> bytes | None:
+    """The canonical bytes by orjson, or None where only the reference encoder may write
+    them (see canonical_json)."""
     if _plain(value):
         try:
             return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
         except orjson.JSONEncodeError:
             pass
-    return canonical_str(value).encode("utf-8")
+    return None
 
 
 _COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
@@ -78,16 +91,6 @@ def _plain(value: Any) -> bool:
         else:
             return False
     return True
-
-
-def canonical_text(value: Any) -> str:
-    """`canonical_json` as text: `canonical_str`'s, by orjson where it writes the same."""
-    if _plain(value):
-        try:
-            return orjson.dumps(value, option=orjson.OPT_SORT_KEYS).decode("utf-8")
-        except orjson.JSONEncodeError:
-            pass
-    return canonical_str(value)
 
 
 def canonical_lines(values: Iterable[Any]) -> bytes:
