@@ -11,6 +11,7 @@ docs/security.md) and it is how the test suite resets transactional tests.
 
 from __future__ import annotations
 
+from django.db.migrations.operations import AlterField
 from django.db.migrations.operations.base import Operation
 
 PG_REFUSE_FUNCTION = """
@@ -123,9 +124,7 @@ class NoOwnIndex(Operation):
     reversible = True
 
     def __init__(self, model_name: str, name: str, field) -> None:
-        from django.db import migrations
-
-        self.alter = migrations.AlterField(model_name=model_name, name=name, field=field)
+        self.alter = AlterField(model_name=model_name, name=name, field=field)
 
     def deconstruct(self):
         return (self.__class__.__qualname__, [], {

@@ -156,20 +156,20 @@ class RowWriter:
         with connection.cursor() as cursor:
             cursor.execute("SET CONSTRAINTS ALL DEFERRED")
 
-    def analyze_now(self, *, threshold: int | None = None) -> None:
+    def analyze_now(self) -> None:
         """Refresh the planner's statistics of the tables that grew a lot, inside the
         import's transaction, before the import reads its own rows back (the stored
         figures): PostgreSQL counts the rows a transaction inserted as live when that
         transaction analyzes them, and until then plans for tables as small as before
         (the read-back of 10,000 cases: 12.1 s → 9.2 s, for 1.2 s of ANALYZE).
         """
-        grown = self._grown(threshold)
+        grown = self._grown()
         if grown:
             with connection.cursor() as cursor:
-                cursor.execute(f"ANALYZE {', '.join(grown)}")
+                cursor.execute(_analyze(grown))
             self.analyzed |= {table: self.rows_by_table[table] for table in grown}
 
-    def analyze_after_commit(self, *, threshold: int | None = None) -> None:
+    def analyze_after_commit(self) -> None:
         """Refresh the planner's statistics of tables that grew a lot since `analyze_now`,
         once committed.
 
@@ -177,27 +177,35 @@ class RowWriter:
         picks nested loops: reading a 10,000-case run's verdicts was 8× slower
         until autovacuum got round to it (measured in bench/metrics_bench.py).
         """
-        grown = self._grown(threshold)
+        grown = self._grown()
         if not grown:
             return
 
         def analyze() -> None:
             with connection.cursor() as cursor:
-                cursor.execute(f"ANALYZE {', '.join(grown)}")
+                cursor.execute(_analyze(grown))
 
         transaction.on_commit(analyze)
 
-    def _grown(self, threshold: int | None) -> list[str]:
-        """The tables that grew by `threshold` rows (ANALYZE_THRESHOLD) or more since last
-        analyzed; PostgreSQL's only (SQLite's planner reads no such statistics unless asked)."""
+    def _grown(self) -> list[str]:
+        """The tables that grew by ANALYZE_THRESHOLD rows or more since last analyzed;
+        PostgreSQL's only (SQLite's planner reads no such statistics unless asked)."""
         if self.vendor != "postgresql":
             return []
-        threshold = ANALYZE_THRESHOLD if threshold is None else threshold
         return [
             table
             for table, n in self.rows_by_table.items()
-            if n - self.analyzed.get(table, 0) >= threshold
+            if n - self.analyzed.get(table, 0) >= ANALYZE_THRESHOLD
         ]
+
+
+def _analyze(tables: list[str]) -> str:
+    """ANALYZE that skips a table another transaction is analyzing. An analysis holds its
+    lock until its transaction ends, and `analyze_now`'s transaction is a whole import: a
+    plain ANALYZE of the same tables by a second import would wait for the first to commit
+    (imports into different runs share every table). A skipped table keeps the statistics
+    it had until the next analysis, or autovacuum's."""
+    return f"ANALYZE (SKIP_LOCKED) {', '.join(tables)}"
 
 
 def load_rows(

@@ -104,3 +104,30 @@ def test_the_stored_figures_read_the_import_back_with_statistics_of_its_rows(pro
             fn()
     analyze = [sql for sql in statements if sql.startswith("ANALYZE")]
     assert analyze and "replay_retrieval" not in analyze[0] and "cards_claimtally" in analyze[0]
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite keeps no such statistics")
+def test_an_import_does_not_wait_for_another_one_analyzing_the_same_tables(project, monkeypatch):
+    # An analysis holds its lock until its transaction ends, and an import analyzes inside
+    # its own: a second import analyzing the same tables would wait for the first's commit.
+    import psycopg
+
+    from ingest import bulk
+
+    monkeypatch.setattr(bulk, "ANALYZE_THRESHOLD", 1)
+    settings = connection.settings_dict
+    other = psycopg.connect(
+        host=settings["HOST"] or None, port=settings["PORT"] or None, dbname=settings["NAME"],
+        user=settings["USER"] or None, password=settings["PASSWORD"] or None,
+    )  # fmt: skip
+    try:
+        other.execute("ANALYZE replay_retrieval")  # in its transaction: held until it ends
+        writer = RowWriter()
+        writer.rows_by_table = {"replay_retrieval": 10, "cards_claim": 10}
+        with connection.cursor() as cursor:
+            cursor.execute("SET LOCAL lock_timeout = '1s'")  # a wait fails, not hangs
+        writer.analyze_now()
+        assert writer.analyzed == {"replay_retrieval": 10, "cards_claim": 10}
+    finally:
+        other.rollback()
+        other.close()
