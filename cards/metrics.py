@@ -244,31 +244,52 @@ def iter_response_figures(
             ranked_ids,
             cited_rows,
         ) in read:
-            ranked = [passages[pid] for pid in ranked_ids]
-            facts, relevant, gaps = decoded(facts), decoded(relevant), decoded(gaps)
-            expectation = {"required_facts": facts, "relevant_refs": relevant, "known_gaps": gaps}
-            reviewed = is_reviewed(complete=complete, abstained=abstained, text=text)
-            figures = response_figures(
-                reviewed=reviewed, expectation=expectation,
-                claims=claim_list, ranked=ranked, doc_of=doc_of, source=source,
-            )  # fmt: skip
-            hints = prechecks(
-                ResponseFacts(
-                    answer=text,
-                    marker_spans=[(s, e) for _, _, s, e in cited_rows if s is not None],
-                    cited_refs=[passages[pid].ref for _, pid, _, _ in cited_rows],
-                    retrieved=ranked,
-                    passages=facts_by_ref,
-                    relevant_refs=relevant,
-                    drifted_refs=drifted,
-                    claims=[
-                        ClaimFacts(c.key, c.kind, c.text, c.citations)
-                        for c in claim_list
-                        if not c.withdrawn
-                    ],
-                )
-            )
-            yield {"case_id": case_id, **figures, "prechecks": hints.as_dict()}
+            yield {
+                "case_id": case_id,
+                **one_response_figures(
+                    text=text, abstained=abstained, complete=complete,
+                    expectation={
+                        "required_facts": decoded(facts), "relevant_refs": decoded(relevant),
+                        "known_gaps": decoded(gaps),
+                    },
+                    claims=claim_list, ranked=[passages[pid] for pid in ranked_ids],
+                    cited=[(passages[pid].ref, s, e) for _, pid, s, e in cited_rows],
+                    passages=facts_by_ref, doc_of=doc_of, drifted=drifted, source=source,
+                ),
+            }  # fmt: skip
+
+
+def one_response_figures(
+    *, text: str, abstained: bool, complete: bool | None, expectation: dict,
+    claims: list[ClaimState], ranked: list[PassageFacts],
+    cited: list[tuple[str, int | None, int | None]], passages: dict[str, PassageFacts],
+    doc_of: dict[str, str], drifted: frozenset[str], source: Source,
+) -> dict[str, Any]:  # fmt: skip
+    """One response's figures and pre-checks, from its rows: its text, abstention and last
+    review mark, its expectation (decoded), its claims, the passages it retrieved in rank
+    order, its citations as (ref, start, end) in order, and the facts of every passage
+    they or its claims name, by ref. The one rule for the streaming pass and the import's
+    stored rows (ingest.tallies)."""
+    reviewed = is_reviewed(complete=complete, abstained=abstained, text=text)
+    figures = response_figures(
+        reviewed=reviewed, expectation=expectation,
+        claims=claims, ranked=ranked, doc_of=doc_of, source=source,
+    )  # fmt: skip
+    hints = prechecks(
+        ResponseFacts(
+            answer=text,
+            marker_spans=[(s, e) for _, s, e in cited if s is not None],
+            cited_refs=[ref for ref, _, _ in cited],
+            retrieved=ranked,
+            passages=passages,
+            relevant_refs=expectation["relevant_refs"],
+            drifted_refs=drifted,
+            claims=[
+                ClaimFacts(c.key, c.kind, c.text, c.citations) for c in claims if not c.withdrawn
+            ],
+        )
+    )
+    return {**figures, "prechecks": hints.as_dict()}
 
 
 def _claim_lists(run: Run, *, claims: bool = True) -> Iterator[tuple[tuple, list[ClaimState]]]:

@@ -66,7 +66,7 @@ def rows_by_key(
         return cursor.fetchall()
 
 
-ANALYZE_THRESHOLD = 5000  # rows a table must have grown by to be analyzed again
+ANALYZE_THRESHOLD = 5000  # rows a table must have grown by to be analyzed after an import
 
 
 class RowWriter:
@@ -77,7 +77,6 @@ class RowWriter:
         self.next_sqlite_id: dict[str, int] = {}
         self.sequences: dict[str, str] = {}  # table → its id sequence (PostgreSQL)
         self.rows_by_table: dict[str, int] = {}
-        self.analyzed: dict[str, int] = {}  # rows of each table when analyzed
 
     def reserve_ids(self, model: type[models.Model], count: int) -> list[int]:
         if count == 0:
@@ -124,30 +123,35 @@ class RowWriter:
         load_rows(table, column_list, len(names), rows, datetimes=times)
         self.rows_by_table[table] = self.rows_by_table.get(table, 0) + len(rows)
 
-    def check_foreign_keys_immediately(self, *, but: tuple[type[models.Model], str]) -> None:
+    def check_foreign_keys_immediately(
+        self, *, but: Sequence[tuple[type[models.Model], str]]
+    ) -> None:
         """Check foreign keys row by row as rows arrive (PostgreSQL), not all at COMMIT.
 
         Django declares them DEFERRABLE INITIALLY DEFERRED: PostgreSQL queued one check
         per row and ran them all at COMMIT (11 % of an import, in the issue's profile).
-        Immediate, they run during each COPY, without the queue. `but` stays deferred:
-        a foreign key whose target is written last (a response's run). Until the
+        Immediate, they run during each COPY, without the queue. `but` stay deferred:
+        foreign keys whose target is written last (a response's run). Until the
         transaction ends; `defer_foreign_keys` sets them back when it goes on (inside a
         test's).
         """
         if self.vendor != "postgresql":
             return
-        model, field = but
+        names = []
         with connection.cursor() as cursor:
-            cursor.execute(
-                "SELECT conname FROM pg_constraint WHERE contype = 'f' "
-                "AND conrelid = %s::regclass AND conkey = ARRAY["
-                "(SELECT attnum FROM pg_attribute WHERE attrelid = %s::regclass AND attname = %s)"
-                "]::smallint[]",
-                [model._meta.db_table, model._meta.db_table, model._meta.get_field(field).column],
-            )
-            (name,) = cursor.fetchone()
+            for model, field in but:
+                table = model._meta.db_table
+                cursor.execute(
+                    "SELECT conname FROM pg_constraint WHERE contype = 'f' "
+                    "AND conrelid = %s::regclass AND conkey = ARRAY["
+                    "(SELECT attnum FROM pg_attribute WHERE attrelid = %s::regclass "
+                    "AND attname = %s)]::smallint[]",
+                    [table, table, model._meta.get_field(field).column],
+                )
+                (name,) = cursor.fetchone()
+                names.append(connection.ops.quote_name(name))
             cursor.execute("SET CONSTRAINTS ALL IMMEDIATE")
-            cursor.execute(f"SET CONSTRAINTS {connection.ops.quote_name(name)} DEFERRED")
+            cursor.execute(f"SET CONSTRAINTS {', '.join(names)} DEFERRED")
 
     def defer_foreign_keys(self) -> None:
         """Back to Django's default: every foreign key checked at COMMIT."""
@@ -156,22 +160,8 @@ class RowWriter:
         with connection.cursor() as cursor:
             cursor.execute("SET CONSTRAINTS ALL DEFERRED")
 
-    def analyze_now(self) -> None:
-        """Refresh the planner's statistics of the tables that grew a lot, inside the
-        import's transaction, before the import reads its own rows back (the stored
-        figures): PostgreSQL counts the rows a transaction inserted as live when that
-        transaction analyzes them, and until then plans for tables as small as before
-        (the read-back of 10,000 cases: 12.1 s → 9.2 s, for 1.2 s of ANALYZE).
-        """
-        grown = self._grown()
-        if grown:
-            with connection.cursor() as cursor:
-                cursor.execute(_analyze(grown))
-            self.analyzed |= {table: self.rows_by_table[table] for table in grown}
-
     def analyze_after_commit(self) -> None:
-        """Refresh the planner's statistics of tables that grew a lot since `analyze_now`,
-        once committed.
+        """Refresh the planner's statistics of the tables that grew a lot, once committed.
 
         Right after a bulk load PostgreSQL still believes the tables are small and
         picks nested loops: reading a 10,000-case run's verdicts was 8× slower
@@ -188,23 +178,18 @@ class RowWriter:
         transaction.on_commit(analyze)
 
     def _grown(self) -> list[str]:
-        """The tables that grew by ANALYZE_THRESHOLD rows or more since last analyzed;
+        """The tables that grew by ANALYZE_THRESHOLD rows or more;
         PostgreSQL's only (SQLite's planner reads no such statistics unless asked)."""
         if self.vendor != "postgresql":
             return []
-        return [
-            table
-            for table, n in self.rows_by_table.items()
-            if n - self.analyzed.get(table, 0) >= ANALYZE_THRESHOLD
-        ]
+        return [table for table, n in self.rows_by_table.items() if n >= ANALYZE_THRESHOLD]
 
 
 def _analyze(tables: list[str]) -> str:
-    """ANALYZE that skips a table another transaction is analyzing. An analysis holds its
-    lock until its transaction ends, and `analyze_now`'s transaction is a whole import: a
-    plain ANALYZE of the same tables by a second import would wait for the first to commit
-    (imports into different runs share every table). A skipped table keeps the statistics
-    it had until the next analysis, or autovacuum's."""
+    """ANALYZE that skips a table another transaction is analyzing (autovacuum's, or a
+    caller's inside its own transaction, which holds the lock until it ends): an import's
+    job is done when it has committed, and imports into different runs share every table.
+    A skipped table keeps the statistics it had until the next analysis, or autovacuum's."""
     return f"ANALYZE (SKIP_LOCKED) {', '.join(tables)}"
 
 

@@ -19,7 +19,6 @@ from django.contrib.auth.models import AbstractBaseUser
 from django.db import DatabaseError, IntegrityError, transaction
 from django.utils import timezone
 
-from cards.services.tallies import run_tallies_store
 from evidence.models import Project, Snapshot
 from ingest.bulk import RowWriter
 from ingest.bundle import (
@@ -35,7 +34,6 @@ from ingest.rules import Problems, Rules, StopReading
 from ingest.schema import schema_problems
 from ingest.seen import Seen
 from ingest.writer import BatchWriter
-from replay.models import Run
 
 FLUSH_EVERY_RESPONSES = 1000
 FLUSH_EVERY_PASSAGES = 10000
@@ -168,12 +166,9 @@ def bundle_import(
                 transaction.set_rollback(True)  # and with it the temporary tables
             else:
                 importer.seen.drop()
-                # The stored figures (cards.services.tallies), in the import's transaction,
-                # read the run back: with the statistics of the tables as they now are.
-                importer.rows.analyze_now()
-                run_tallies_store(
-                    run=Run.objects.get(pk=importer.batches.run_pk), write=importer.rows.write
-                )
+                # The stored figures were written with each batch (ingest.tallies): the
+                # run's own row is their sum.
+                importer.batches.tallies.finish()
                 importer.rows.analyze_after_commit()
                 if before_commit is not None:
                     before_commit(importer.summary)

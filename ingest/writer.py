@@ -16,7 +16,14 @@ from typing import TYPE_CHECKING
 
 from django.contrib.auth.models import AbstractBaseUser
 
-from cards.models import Claim, ClaimRevision, ResponseReview, VerdictRevision
+from cards.models import (
+    Claim,
+    ClaimRevision,
+    ClaimTally,
+    ResponseReview,
+    ResponseTally,
+    VerdictRevision,
+)
 from cards.prechecks import numbers_in
 from evidence.drift import drifted_from
 from evidence.expectations import stored_document
@@ -37,6 +44,7 @@ from ingest.rows import (
 )
 from ingest.rules import Batch, CaseSeen, PassageSeen, Problems, ResponseSeen
 from ingest.schema import parse_rfc3339
+from ingest.tallies import ImportTallies, Known, known
 from replay.models import Citation, Response, Retrieval, Run
 
 if TYPE_CHECKING:
@@ -84,9 +92,15 @@ class BatchWriter:
         self.run_pk = rows.reserve_ids(Run, 1)[0]
         # The run is stored last (its line's hash covers the whole bundle): its responses'
         # key to it is the one checked at COMMIT.
-        rows.check_foreign_keys_immediately(but=(Response, "run"))
+        # So is the stored figures' key to it: they are written with each batch.
+        rows.check_foreign_keys_immediately(
+            but=[(Response, "run"), (ClaimTally, "run"), (ResponseTally, "run")]
+        )
         self.new_expectation_versions = new_expectation_versions
         self.now = now
+        # The stored figures, made batch by batch from the rows as they are written.
+        self.tallies = ImportTallies(rows=rows, run_pk=self.run_pk)
+        self.known: dict[str, Known] = {}  # what the figures read of the batch's passages
 
     @property
     def writing(self) -> bool:
@@ -97,19 +111,19 @@ class BatchWriter:
         self.flush_passages(batch.passages)
         self.flush_cases(batch.cases)
         if self.writing:
-            pks = {p.ref: p.pk for p in batch.passages}
-            if earlier := batch.earlier_refs - pks.keys():
+            if earlier := batch.earlier_refs - self.known.keys():
                 # Stored by an earlier batch (or before this import, in this snapshot).
-                pks.update(
-                    rows_by_key(
-                        Passage._meta.db_table,
-                        "ref",
-                        earlier,
-                        ("ref", "id"),
-                        where=("snapshot_id", self.snapshot.pk),
-                    )  # fmt: skip
-                )
-            self.flush_responses(batch.responses, pks)
+                for row in rows_by_key(
+                    Passage._meta.db_table,
+                    "ref",
+                    earlier,
+                    ("ref", "id", "doc_id", "version_status", "numbers"),
+                    where=("snapshot_id", self.snapshot.pk),
+                ):
+                    ref, pk, doc_id, status, numbers = row
+                    self.known[ref] = known(pk, ref, doc_id, status, numbers)
+            self.flush_responses(batch.responses, {ref: k.pk for ref, k in self.known.items()})
+        self.known = {}
 
     def flush_passages(self, pending: list[PassageSeen]) -> None:
         if not pending:
@@ -120,14 +134,14 @@ class BatchWriter:
                 row[0]: row[1:]
                 for row in Passage.objects.filter(
                     snapshot=self.snapshot, ref__in=[p.ref for p in pending]
-                ).values_list("ref", "id", "sha256", *PASSAGE_LOCATOR)
+                ).values_list("ref", "id", "sha256", *PASSAGE_LOCATOR, "doc_id", "numbers")
             }
         new: list[PassageSeen] = []
         for seen in pending:
             if seen.ref not in stored:
                 new.append(seen)
                 continue
-            pk, digest, *locator = stored[seen.ref]
+            pk, digest, *locator, doc_id, numbers = stored[seen.ref]
             if digest != seen.sha256:
                 self.problems.add(
                     seen.line,
@@ -151,6 +165,8 @@ class BatchWriter:
                 )
                 continue
             seen.pk = pk
+            status = locator[PASSAGE_LOCATOR.index("version_status")]
+            self.known[seen.ref] = known(pk, seen.ref, doc_id, status, numbers)
             self.summary.passages_reused += 1
         if not self.writing:
             return
@@ -177,6 +193,10 @@ class BatchWriter:
                     superseded_by=d.get("superseded_by", ""),
                     numbers=" ".join(numbers_in(d["text"])),
                 )
+            )
+        for row in rows:
+            self.known[row.ref] = known(
+                row.id, row.ref, row.doc_id, row.version_status, row.numbers
             )
         self.rows.write(Passage, PassageRow._fields, rows)
         self.summary.passages_new += len(rows)
@@ -312,6 +332,7 @@ class BatchWriter:
             (ResponseReview, ResponseReviewRow, batch.reviews),
         ):
             self.rows.write(model, row_type._fields, rows)
+        self.tallies.add(pending, batch, self.known)
         s = self.summary
         s.responses += len(batch.responses)
         s.retrieved += len(batch.retrievals)

@@ -4,6 +4,7 @@ Each write that changes what the default-source figures read calls one of these 
 own transaction: a verdict or an adjudication (`verdict_insert_chosen`, one UPDATE of its claim's
 row, under the claim lock the save holds already), a claim split, rewrite, relink or
 withdrawal (`claims_refresh`), a review mark (`response_reviewed`), an import
+(`ingest.tallies`, batch by batch through `RunTallies` and the rules here), a rebuild
 (`run_tallies_store`). No row here is shared by two claims, so saves on different claims
 of one response never wait for each other (docs/decisions.md, "Stored figures").
 
@@ -175,15 +176,35 @@ def run_tallies_store(*, run: Run, write: Callable[..., None] | None = None) -> 
 def run_tally_rows(*, run: Run) -> Iterator[Rows]:
     """The stored rows of a run as (model, field names, rows), a batch at a time; JSON
     values as text, as a bulk writer takes them."""
+    tallies = RunTallies(run_pk=run.pk)
     for rows in _claim_rows(run, Q(claim__response__run=run)):
-        yield ClaimTally, CLAIM_NAMES, [_as_text(row, CLAIM_NAMES) for row in rows]
-    totals = Totals()
+        yield tallies.claims(rows)
     for batch in itertools.batched(_response_rows(run), CHUNK):
-        for row in batch:
-            totals.add({"status": "unreviewed", **stored_retrieval(row["retrieval"])})
-        yield ResponseTally, RESPONSE_NAMES, [_as_text(row, RESPONSE_NAMES) for row in batch]
-    retrieval = json.dumps(retrieval_totals(totals.result()))
-    yield RunTally, ("run_id", "retrieval"), [(run.pk, retrieval)]
+        yield tallies.responses(list(batch))
+    yield tallies.run()
+
+
+class RunTallies:
+    """A run's stored rows as a bulk writer takes them, made a batch at a time: its claims'
+    rows and its responses' (fields as `claim_tally` and `response_tally` give them), then
+    the run's own, summed over the responses' rows. The rebuild and the import both make
+    them so."""
+
+    def __init__(self, *, run_pk: int) -> None:
+        self.run_pk = run_pk
+        self.totals = Totals()
+
+    def claims(self, rows: list[dict[str, Any]]) -> Rows:
+        return ClaimTally, CLAIM_NAMES, [_as_text(row, CLAIM_NAMES) for row in rows]
+
+    def responses(self, rows: list[dict[str, Any]]) -> Rows:
+        for row in rows:
+            self.totals.add({"status": "unreviewed", **stored_retrieval(row["retrieval"])})
+        return ResponseTally, RESPONSE_NAMES, [_as_text(row, RESPONSE_NAMES) for row in rows]
+
+    def run(self) -> Rows:
+        retrieval = json.dumps(retrieval_totals(self.totals.result()))
+        return RunTally, ("run_id", "retrieval"), [(self.run_pk, retrieval)]
 
 
 def tallies_rebuild() -> None:
@@ -226,24 +247,36 @@ def _response_rows(run: Run) -> Iterator[dict[str, Any]]:
     # the response's own pre-checks read neither, and `reviewed` is not a claim figure.
     figures_of = iter_response_figures(run=run, source=Source(), claims=False, drift=False)
     for (pk, facts, gaps), figures in zip(responses, figures_of, strict=True):
-        yield {
-            "response_id": pk,
-            "run_id": run.pk,
-            "reviewed": figures["status"] != "unreviewed",
-            "fact_ids": [f["fact_id"] for f in facts],
-            "gap_ids": [g["gap_id"] for g in gaps],
-            "retrieval": [
-                [name, as_stored(value)]
-                for name, value in figures.items()
-                if "@" in name or name == "context_precision"
-            ],
-            "hints": [
-                [code, details]
-                for code, details in figures["prechecks"]["response"].items()
-                if code != "passage_drift"
-            ],
-            "cited_refs": list(dict.fromkeys(ref for _, ref in cited.take(pk))),
-        }
+        yield response_tally(
+            response_pk=pk, run_pk=run.pk, figures=figures, facts=facts, gaps=gaps,
+            cited_refs=[ref for _, ref in cited.take(pk)],
+        )  # fmt: skip
+
+
+def response_tally(
+    *, response_pk: int, run_pk: int, figures: dict[str, Any], facts: list[dict],
+    gaps: list[dict], cited_refs: list[str],
+) -> dict[str, Any]:  # fmt: skip
+    """A response's `ResponseTally` fields, from its figures (`one_response_figures`, with
+    neither claims nor drift), its expectation's facts and gaps, its citations' refs."""
+    return {
+        "response_id": response_pk,
+        "run_id": run_pk,
+        "reviewed": figures["status"] != "unreviewed",
+        "fact_ids": [f["fact_id"] for f in facts],
+        "gap_ids": [g["gap_id"] for g in gaps],
+        "retrieval": [
+            [name, as_stored(value)]
+            for name, value in figures.items()
+            if "@" in name or name == "context_precision"
+        ],
+        "hints": [
+            [code, details]
+            for code, details in figures["prechecks"]["response"].items()
+            if code != "passage_drift"
+        ],
+        "cited_refs": list(dict.fromkeys(cited_refs)),
+    }
 
 
 def _claim_rows(run: Run, scope: Q) -> Iterator[list[dict[str, Any]]]:
@@ -277,6 +310,15 @@ def _claim_hints(run: Run, states: Iterable[tuple[int, int, ClaimState]]) -> dic
             snapshot_id=run.snapshot_id, ref__in=refs[start : start + CHUNK]
         ).values_list("ref", "numbers", "version_status"):
             passages[ref] = PassageFacts(ref, frozenset(numbers.split()), status)
+    return claim_hints(states, passages, retrieved)
+
+
+def claim_hints(
+    states: Iterable[tuple[int, int, ClaimState]], passages: dict[str, PassageFacts],
+    retrieved: dict[int, set[str]],
+) -> dict[int, list[str]]:  # fmt: skip
+    """Each claim's pre-check codes, by claim: from the passages of the run's snapshot it
+    cites (`passages`, by ref) and the refs its response retrieved (by response)."""
     facts = ResponseFacts(
         answer="", marker_spans=(), cited_refs=(), retrieved=(), passages=passages,
         relevant_refs=(),
@@ -285,7 +327,7 @@ def _claim_hints(run: Run, states: Iterable[tuple[int, int, ClaimState]]) -> dic
         claim_pk: claim_prechecks(
             ClaimFacts(state.key, state.kind, state.text, state.citations),
             facts,
-            retrieved[response_pk],
+            retrieved.get(response_pk, set()),
         )
         for claim_pk, response_pk, state in states
     }

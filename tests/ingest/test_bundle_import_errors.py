@@ -125,15 +125,16 @@ def test_an_import_collects_its_young_objects_less_often_and_puts_the_collector_
     import gc
 
     from ingest import services
+    from ingest.tallies import ImportTallies
 
     seen = []
-    store = services.run_tallies_store
+    finish = ImportTallies.finish
 
-    def tallies(**kwargs):
+    def tallies(self):
         seen.append(gc.get_threshold())
-        return store(**kwargs)
+        return finish(self)
 
-    monkeypatch.setattr(services, "run_tallies_store", tallies)
+    monkeypatch.setattr(ImportTallies, "finish", tallies)
     before = gc.get_threshold()
     import_bytes(bundle_bytes(*good()))
     assert seen == [(services.YOUNG_THRESHOLD, *before[1:])]
