@@ -7,11 +7,16 @@ transaction took the write lock at BEGIN IMMEDIATE). Rows then go in with
 `COPY … FROM STDIN` on PostgreSQL, several times faster than INSERT, and with
 `executemany` on SQLite. Columns with a database default (`created_at`) are
 left out so the database fills them.
+
+On PostgreSQL a caller may let the COPYs of a batch run in a thread of their own
+(`RowWriter.overlap`) while it reads the next one: written rows are kept until `send`,
+and every other use of the connection waits for them first (`wait`).
 """
 
 from __future__ import annotations
 
 import json
+import threading
 from collections.abc import Collection, Sequence
 from typing import Any
 
@@ -77,10 +82,16 @@ class RowWriter:
         self.next_sqlite_id: dict[str, int] = {}
         self.sequences: dict[str, str] = {}  # table → its id sequence (PostgreSQL)
         self.rows_by_table: dict[str, int] = {}
+        # PostgreSQL: written rows kept for `send`, which COPYs them in a thread of its own.
+        self.overlap = False
+        self.pending: list[tuple[str, str, Sequence[Sequence[Any]]]] = []
+        self.sender: threading.Thread | None = None
+        self.failure: BaseException | None = None
 
     def reserve_ids(self, model: type[models.Model], count: int) -> list[int]:
         if count == 0:
             return []
+        self.wait()  # the connection is the sender's until then
         table = model._meta.db_table
         with connection.cursor() as cursor:
             if self.vendor == "postgresql":
@@ -120,8 +131,57 @@ class RowWriter:
         )
         fields = [model._meta.get_field(name) for name in names]
         times = [i for i, f in enumerate(fields) if isinstance(f, models.DateTimeField)]
-        load_rows(table, column_list, len(names), rows, datetimes=times)
+        if self.overlap and self.vendor == "postgresql":
+            self.pending.append((table, column_list, rows))  # COPY adapts the times itself
+        else:
+            self.wait()
+            load_rows(table, column_list, len(names), rows, datetimes=times)
         self.rows_by_table[table] = self.rows_by_table.get(table, 0) + len(rows)
+
+    def send(self) -> None:
+        """COPY the rows written since the last `send`, in order, in a thread of its own, on
+        the connection's own session (so in its transaction), and return at once.
+
+        The caller goes on with work that needs no database (reading the next batch):
+        PostgreSQL stores one batch while Python reads the next, where they took turns
+        (half an import's time was waiting on the server). Until `wait`, nothing else may
+        use the connection.
+        """
+        self.wait()
+        if not self.pending:
+            return
+        batches, self.pending = self.pending, []
+        connection.ensure_connection()
+        session = connection.connection  # psycopg's: Django's wrapper is for its own thread
+
+        def copy_all() -> None:
+            try:
+                with session.cursor() as cursor:
+                    for table, column_list, rows in batches:
+                        with cursor.copy(f"COPY {table} ({column_list}) FROM STDIN") as copy:
+                            for row in rows:
+                                copy.write_row(row)
+            except BaseException as exc:  # handed to the caller's thread by `wait`
+                self.failure = exc
+
+        self.sender = threading.Thread(target=copy_all, name="import-copy", daemon=True)
+        self.sender.start()
+
+    def wait(self, *, raising: bool = True) -> None:
+        """Wait for the rows `send` is copying; raise what the database refused, as Django
+        would (an `IntegrityError` for a broken key), unless not `raising`."""
+        if self.sender is not None:
+            self.sender.join()
+            self.sender = None
+        failure, self.failure = self.failure, None
+        if failure is not None and raising:
+            with connection.wrap_database_errors:
+                raise failure
+
+    def sync(self) -> None:
+        """Every row written so far is in the database."""
+        self.send()
+        self.wait()
 
     def check_foreign_keys_immediately(
         self, *, but: Sequence[tuple[type[models.Model], str]]

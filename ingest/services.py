@@ -161,7 +161,11 @@ def bundle_import(
     gc.set_threshold(max(threshold[0], YOUNG_THRESHOLD), *threshold[1:])
     try:
         with transaction.atomic():
-            importer.read(stream, progress)
+            try:
+                importer.read(stream, progress)
+            except BaseException:
+                importer.rows.wait(raising=False)  # before the rollback uses the connection
+                raise
             if importer.problems or dry_run:
                 transaction.set_rollback(True)  # and with it the temporary tables
             else:
@@ -227,6 +231,7 @@ class _Importer:
             self.problems.add(0, "", f"project {self.project_slug!r} does not exist")
             return
         stream, counter = open_bundle(raw)
+        self.rows.overlap = True  # until the last flush: PostgreSQL stores while we read
         read_error: Problem | None = None
         try:
             for number, chunk in iter_raw_lines(stream, self.limits):
@@ -268,7 +273,12 @@ class _Importer:
             progress(counter.bytes_read, self.summary.lines, self.summary.responses)
 
     def flush(self, *, last: bool = False) -> None:
-        """Settle the batch's questions about earlier batches, store it, remember it."""
+        """Settle the batch's questions about earlier batches, store it, remember it.
+
+        The batch's rows are stored while the next batch is read (`RowWriter.send`), and
+        the next flush first waits for them; the last batch's before the run is stored.
+        """
+        self.rows.wait()
         with self.problems.uncapped():
             batch = self.rules.settle(self.seen, last=last)
             if self.batches is not None:
@@ -277,6 +287,11 @@ class _Importer:
                 self.rules.remember(self.seen, batch)
         self.rules.next_batch()
         self.pending_bytes = 0
+        if last:
+            self.rows.sync()
+            self.rows.overlap = False
+        else:
+            self.rows.send()
         if self.problems.capped and self.problems.over():
             raise StopReading
 

@@ -211,6 +211,7 @@ class BatchWriter:
         room = MAX_DRIFT - len(self.summary.drift)
         if room <= 0:
             return
+        self.rows.sync()  # the batch's passages, stored before they are compared
         drifted = drifted_from(project_id=self.project.pk, snapshot_id=self.snapshot.pk, refs=refs)
         for ref, snapshot_name, digest, mine in drifted.values_list(
             "ref", "snapshot__name", "sha256", "mine"

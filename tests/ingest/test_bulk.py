@@ -136,3 +136,57 @@ def test_an_import_does_not_wait_for_another_one_analyzing_the_same_tables(proje
     finally:
         other.rollback()
         other.close()
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite: one COPY-less writer")
+def test_a_batch_is_stored_while_the_next_one_is_read(project, monkeypatch):
+    # PostgreSQL stores one batch (RowWriter.send: its COPYs in a thread of their own)
+    # while Python reads the next, where they took turns: half an import's time was
+    # waiting on the server.
+    from ingest import services
+    from tests.conftest import bundle_bytes, import_bytes
+    from tests.factories import synthetic_bundle
+
+    monkeypatch.setattr(services, "FLUSH_EVERY_RESPONSES", 1)
+    sending_while_read = []
+    feed = services._Importer.feed
+
+    def reading(self, number, chunk):
+        sending_while_read.append(self.rows.sender is not None)
+        return feed(self, number, chunk)
+
+    monkeypatch.setattr(services._Importer, "feed", reading)
+    summary = import_bytes(bundle_bytes(*synthetic_bundle(run_id="overlap-r1", cases=4)))
+    assert any(sending_while_read)
+    assert summary.responses == 4
+    assert ClaimTally.objects.filter(run__run_id="overlap-r1").count() == summary.claims
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite: one COPY-less writer")
+def test_a_refusal_of_a_batch_stored_while_the_next_was_read_refuses_the_import(
+    project, monkeypatch
+):
+    # A COPY the database refuses in the sender's thread is the import's refusal, raised
+    # where the next batch waits for it, and nothing of the run is stored.
+    from ingest import responses, services
+    from ingest.services import BundleInvalid
+    from replay.models import Run
+    from tests.conftest import bundle_bytes, import_bytes
+    from tests.factories import synthetic_bundle
+
+    monkeypatch.setattr(services, "FLUSH_EVERY_RESPONSES", 1)
+    add, added = responses.ResponseRows.add, []
+
+    def broken(self, seen):
+        add(self, seen)
+        added.append(seen)
+        if len(added) == 2:  # the second batch's review mark names no account
+            self.reviews[0] = self.reviews[0]._replace(author_id=10**9)
+
+    monkeypatch.setattr(responses.ResponseRows, "add", broken)
+    with pytest.raises(BundleInvalid) as refused:
+        import_bytes(bundle_bytes(*synthetic_bundle(run_id="refused-r1", cases=4)))
+    (line,) = refused.value.lines()
+    assert line.startswith("the database refused the import: ") and "cards_responsereview" in line
+    assert not Run.objects.filter(run_id="refused-r1").exists()
+    assert not ClaimTally.objects.exists()
