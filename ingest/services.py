@@ -292,6 +292,9 @@ class _Importer:
             self.rows.overlap = False
         else:
             self.rows.send()
+        if self.batches is not None and self.batches.writing:
+            # While the batch is being stored (with the last, after): its stored figures.
+            self.batches.tallies.make()
         if self.problems.capped and self.problems.over():
             raise StopReading
 

@@ -52,10 +52,27 @@ class ImportTallies:
     def __init__(self, *, rows: RowWriter, run_pk: int) -> None:
         self.rows = rows
         self.tallies = RunTallies(run_pk=run_pk)
+        self.held: list[tuple] = []
 
-    def add(
+    def hold(
         self, pending: list[ResponseSeen], batch: ResponseRows, passages: dict[str, Known]
     ) -> None:
+        """Keep a batch of responses, whose passages are `passages` (by ref), for `make`;
+        what it needs of the database is read now."""
+        self.held.append((pending, batch, passages, _expectations(pending)))
+
+    def make(self) -> None:
+        """The rows of the batches held, written. Needs no database but to write them:
+        the import makes them while PostgreSQL stores the batch (`RowWriter.send`), and
+        they go with the next one, once the rows they name are stored."""
+        for held in self.held:
+            self.add(*held)
+        self.held = []
+
+    def add(
+        self, pending: list[ResponseSeen], batch: ResponseRows, passages: dict[str, Known],
+        expectations: dict[int, dict],
+    ) -> None:  # fmt: skip
         """The rows of a batch of responses, whose passages are `passages` (by ref)."""
         run_pk = self.tallies.run_pk
         by_pk = {k.pk: k.facts for k in passages.values()}
@@ -67,7 +84,6 @@ class ImportTallies:
             for ref, k in passages.items()
             if k.doc_id and k.doc_id != ref.split("@", 1)[0]
         }
-        expectations = _expectations(pending)
         retrievals = _by(batch.retrievals)
         citations = _by(batch.citations)
         claims = _by(batch.claims)

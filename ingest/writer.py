@@ -333,7 +333,7 @@ class BatchWriter:
             (ResponseReview, ResponseReviewRow, batch.reviews),
         ):
             self.rows.write(model, row_type._fields, rows)
-        self.tallies.add(pending, batch, self.known)
+        self.tallies.hold(pending, batch, self.known)
         s = self.summary
         s.responses += len(batch.responses)
         s.retrieved += len(batch.retrievals)

@@ -190,3 +190,26 @@ def test_a_refusal_of_a_batch_stored_while_the_next_was_read_refuses_the_import(
     assert line.startswith("the database refused the import: ") and "cards_responsereview" in line
     assert not Run.objects.filter(run_id="refused-r1").exists()
     assert not ClaimTally.objects.exists()
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="SQLite: one COPY-less writer")
+def test_a_batchs_stored_figures_are_made_while_the_batch_is_stored(project, monkeypatch):
+    # They need no database but to be written: made while the batch's COPYs run, written
+    # with the next batch's.
+    from ingest import services, tallies
+    from tests.conftest import bundle_bytes, import_bytes
+    from tests.factories import synthetic_bundle
+
+    monkeypatch.setattr(services, "FLUSH_EVERY_RESPONSES", 1)
+    made_while_sending = []
+    add = tallies.ImportTallies.add
+
+    def making(self, *args):
+        made_while_sending.append(self.rows.sender is not None)
+        return add(self, *args)
+
+    monkeypatch.setattr(tallies.ImportTallies, "add", making)
+    summary = import_bytes(bundle_bytes(*synthetic_bundle(run_id="made-r1", cases=4)))
+    # One batch a response: each but perhaps the last (made once it is stored) meanwhile.
+    assert len(made_while_sending) == 4 and all(made_while_sending[:3]), made_while_sending
+    assert ClaimTally.objects.filter(run__run_id="made-r1").count() == summary.claims
