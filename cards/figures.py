@@ -219,6 +219,12 @@ def _claim_figures(factual, current, facts, gaps, view_of) -> dict[str, Any]:
     }
 
 
+def ref_document(ref: str) -> str:
+    """The document of a ref, `doc_id@version#chunk_id`, unless its passage says otherwise
+    (`doc_of`, cards.metrics.doc_exceptions)."""
+    return ref.split("@", 1)[0]
+
+
 def retrieval_figures(ranked, relevant, facts, doc_of) -> dict[str, Any]:
     """recall@k and hit@k from the first rank of each relevant ref, doc and fact (one pass)."""
     refs = [p.ref for p in ranked]
@@ -226,12 +232,12 @@ def retrieval_figures(ranked, relevant, facts, doc_of) -> dict[str, Any]:
     first_doc: dict[str, int] = {}
     for rank, ref in enumerate(refs, start=1):
         first.setdefault(ref, rank)
-        first_doc.setdefault(doc_of.get(ref) or ref.split("@", 1)[0], rank)
+        first_doc.setdefault(doc_of.get(ref) or ref_document(ref), rank)
     # Past every k, however short the list: len(refs) + 1 would count as found at a k
     # beyond the list's end (k = 1 for an empty list, 4 for a list of 3).
     never = math.inf
     relevant_ranks = [first.get(r, never) for r in relevant]
-    docs = {doc_of.get(r) or r.split("@", 1)[0] for r in relevant}
+    docs = {doc_of.get(r) or ref_document(r) for r in relevant}
     doc_ranks = [first_doc.get(doc, never) for doc in docs]
     fact_ranks = [
         min((first.get(r, never) for r in f.get("evidence", ())), default=never) for f in facts

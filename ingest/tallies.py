@@ -17,6 +17,7 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import NamedTuple
 
+from cards.figures import ref_document
 from cards.metrics import claim_state, one_response_figures, verdict_of
 from cards.prechecks import PassageFacts
 from cards.services.tallies import (
@@ -52,22 +53,22 @@ class ImportTallies:
     def __init__(self, *, rows: RowWriter, run_pk: int) -> None:
         self.rows = rows
         self.tallies = RunTallies(run_pk=run_pk)
-        self.held: list[tuple] = []
+        self.held: tuple | None = None  # the batch written last, its rows not made yet
 
     def hold(
         self, pending: list[ResponseSeen], batch: ResponseRows, passages: dict[str, Known]
     ) -> None:
         """Keep a batch of responses, whose passages are `passages` (by ref), for `make`;
         what it needs of the database is read now."""
-        self.held.append((pending, batch, passages, _expectations(pending)))
+        self.held = (pending, batch, passages, _expectations(pending))
 
     def make(self) -> None:
-        """The rows of the batches held, written. Needs no database but to write them:
-        the import makes them while PostgreSQL stores the batch (`RowWriter.send`), and
-        they go with the next one, once the rows they name are stored."""
-        for held in self.held:
+        """The rows of the batch held, written. Needs no database but to write them: the
+        import makes them while PostgreSQL stores the batch (`RowWriter.send`), and they go
+        with the next one, once the rows they name are stored."""
+        if self.held is not None:
+            held, self.held = self.held, None
             self.add(*held)
-        self.held = []
 
     def add(
         self, pending: list[ResponseSeen], batch: ResponseRows, passages: dict[str, Known],
@@ -82,7 +83,7 @@ class ImportTallies:
         doc_of = {
             ref: k.doc_id
             for ref, k in passages.items()
-            if k.doc_id and k.doc_id != ref.split("@", 1)[0]
+            if k.doc_id and k.doc_id != ref_document(ref)
         }
         retrievals = _by(batch.retrievals)
         citations = _by(batch.citations)

@@ -17,7 +17,7 @@ from __future__ import annotations
 import itertools
 import json
 from collections import defaultdict
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Iterable, Iterator
 from typing import Any
 
 from django.db import connection
@@ -161,16 +161,13 @@ JSON_NAMES = frozenset(
 )
 
 
-def run_tallies_store(*, run: Run, write: Callable[..., None] | None = None) -> None:
-    """Every stored row of a run, computed from scratch: after its import, with `write` its
-    bulk writer (`write(model, names, rows)`), or, without, to rebuild (the run's rows are
-    replaced)."""
-    if write is None:
-        for model in (ClaimTally, ResponseTally, RunTally):
-            model.objects.filter(run=run).delete()
-        write = _insert_rows
+def run_tallies_store(*, run: Run) -> None:
+    """Every stored row of a run, computed from scratch from what is stored, replacing its
+    rows: a rebuild (an import makes its rows as it writes: ingest.tallies)."""
+    for model in (ClaimTally, ResponseTally, RunTally):
+        model.objects.filter(run=run).delete()
     for model, names, rows in run_tally_rows(run=run):
-        write(model, names, rows)
+        _insert_rows(model, names, rows)
 
 
 def run_tally_rows(*, run: Run) -> Iterator[Rows]:
@@ -218,7 +215,7 @@ def _as_text(row: dict[str, Any], names: tuple[str, ...]) -> tuple:
 
 
 def _insert_rows(model: type[Model], names: tuple[str, ...], rows: list[tuple]) -> None:
-    """INSERT the rows (a rebuild: the bulk writer of the import is a layer above)."""
+    """INSERT the rows of a rebuild."""
     columns = ", ".join(connection.ops.quote_name(model._meta.get_field(n).column) for n in names)
     marks = ", ".join(["%s"] * len(names))
     with connection.cursor() as cursor:

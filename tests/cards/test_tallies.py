@@ -269,3 +269,31 @@ def test_the_figures_pages_read_from_the_stored_rows_are_those_computed_before(
             assert from_rows.status_code == computed.status_code == 200
             assert CSRF.sub(b"", from_rows.content) == CSRF.sub(b"", computed.content)
     assert sorted(set(read)) == sorted(run.run_id for run in runs)
+
+
+def test_an_import_reads_a_passage_of_another_document_than_its_ref_says_as_the_reference(
+    project,
+):
+    # A passage stored otherwise than by an import (its doc_id is not its ref's prefix)
+    # and declared again by a bundle: the import's stored retrieval figures read its
+    # document as the streaming pass does (`doc_exceptions`), so its doc recall differs.
+    from cards.prechecks import numbers_in
+    from evidence.models import Passage, Snapshot
+
+    lines = synthetic_bundle(run_id="elsewhere-r1", cases=1, passages=4)
+    for line in lines:
+        if line["kind"] == "case":
+            line["relevant_refs"] = ["doc0@v1#c2"]
+    first = next(line for line in lines if line.get("ref") == "doc0@v1#c0")
+    Passage.objects.create(
+        snapshot=Snapshot.objects.create(project=project, name="synthetic@1"),
+        ref=first["ref"], doc_id="elsewhere", version="v1", chunk_id="c0",
+        text=first["text"], sha256=first["sha256"], version_status="current",
+        numbers=" ".join(numbers_in(first["text"])),
+    )  # fmt: skip
+    import_bytes(bundle_bytes(*lines))
+    run = Run.objects.get(run_id="elsewhere-r1")
+    assert_stored_figures_are_current(run)
+    # doc0's first passage at rank 1 is another document's: doc0 is first found at rank 2.
+    (figures,) = stored_run_figures(run=run).per_response
+    assert (figures["doc_recall@1"].k, figures["doc_recall@3"].k) == (0, 1)
