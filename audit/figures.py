@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from audit.package import Package
-from cards.metrics import Totals, iter_response_figures, stored_run_figures, to_json
+from cards.metrics import Totals, gc_paused, iter_response_figures, stored_run_figures, to_json
 from compare.comparison import compare_runs
 from evidence.canonical import canonical_json
 from replay.models import Run
@@ -15,19 +15,26 @@ def metrics_chunks(*, package: Package, run: Run) -> Iterator[bytes]:
     """metrics/RUN.json, streamed: the canonical JSON of `run_metrics`, built response by
     response (keys sorted: per_response, run, run_id, verdicts_from). The claims'
     pre-check hints are kept for the cards, nothing else. The default source's figures
-    are read from the stored rows (`stored_run_figures`), the others computed."""
+    are read from the stored rows (`stored_run_figures`); another source's claim figures
+    are computed, and the rest (retrieval figures, pre-checks) read from the stored rows,
+    as `run_metrics` does."""
     source = package.source
     hints = package.hints.setdefault(run.pk, {})
     stored = stored_run_figures(run=run) if source.mode == "default" else None
     totals = Totals()
-    responses = stored.per_response if stored else iter_response_figures(run=run, source=source)
+    responses = (
+        stored.per_response
+        if stored
+        else iter_response_figures(run=run, source=source, stored=True)
+    )
     yield b'{"per_response":['
-    for i, figures in enumerate(responses):
-        if stored is None:
-            totals.add(figures)
-        if figures["prechecks"]["claims"]:
-            hints[figures["case_id"]] = figures["prechecks"]["claims"]
-        yield (b"," if i else b"") + canonical_json(to_json(figures))
+    with gc_paused():  # many objects, no cycles (cards.metrics.gc_paused)
+        for i, figures in enumerate(responses):
+            if stored is None:
+                totals.add(figures)
+            if figures["prechecks"]["claims"]:
+                hints[figures["case_id"]] = figures["prechecks"]["claims"]
+            yield (b"," if i else b"") + canonical_json(to_json(figures))
     result = stored.totals if stored else totals.result()
     yield b'],"run":' + canonical_json(to_json(result))
     yield b',"run_id":' + canonical_json(run.run_id)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from audit.figures import metrics_chunks
 from audit.package import Package
+from cards.annotators import roster_of
 from cards.figures import to_json
 from cards.metrics import streamed_run_metrics
 from cards.verdicts import Source
@@ -20,3 +21,26 @@ def test_the_default_figures_of_every_demo_run_are_the_bytes_computed_afresh(dem
         exported = b"".join(metrics_chunks(package=package, run=run))
         computed = streamed_run_metrics(run=run, source=Source())
         assert exported == canonical_json(to_json(computed.as_json())) + b"\n", run.run_id
+
+
+def test_another_sources_figures_read_the_stored_retrieval_and_prechecks(demo_runs, monkeypatch):
+    """An annotator's figures: the claim figures computed, the rest read from the stored
+    rows, as `run_metrics` does; the bytes of the streamed reference, which reads every
+    passage the responses name (here: refused)."""
+    import cards.metrics
+
+    project = Project.objects.get(slug="demo")
+    source = Source.parse(
+        "annotator:seed-protocol", roster=roster_of(runs=list(Run.objects.filter(project=project)))
+    )
+    for run in Run.objects.filter(project=project):
+        computed = streamed_run_metrics(run=run, source=source)
+        package = Package(project=project, runs=[run], source=source)
+        with monkeypatch.context() as patch:
+            patch.setattr(cards.metrics, "_batch_passages", _refused)
+            exported = b"".join(metrics_chunks(package=package, run=run))
+        assert exported == canonical_json(to_json(computed.as_json())) + b"\n", run.run_id
+
+
+def _refused(*args, **kwargs):
+    raise AssertionError("the streamed pass read the passages")
