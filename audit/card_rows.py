@@ -6,8 +6,6 @@ chosen by cards.metrics), so a card and metrics/RUN.json never tell two stories.
 
 from __future__ import annotations
 
-import csv
-import io
 from collections.abc import Iterable, Iterator
 from types import SimpleNamespace
 from typing import IO
@@ -21,7 +19,7 @@ from cards.verdicts import NO_CONSENSUS, counted
 from evidence.canonical import rfc3339
 from evidence.fields import as_text, decoded
 from evidence.models import Passage
-from evidence.spreadsheet import spreadsheet_cell
+from evidence.spreadsheet import csv_line, spreadsheet_cell
 from replay.models import Run
 
 # Cards whose passage texts are fetched in one query: memory does not grow with the run.
@@ -161,21 +159,24 @@ def _with_texts(run: Run, batch: list[dict]) -> Iterator[dict]:
 
 
 def cards_and_csv(rows: Iterable[dict], spool: IO[bytes]) -> Iterator[bytes]:
-    """cards.jsonl chunks; the same rows go to cards.csv in a spool. The cards are built once."""
-    text = io.TextIOWrapper(spool, encoding="utf-8", newline="", write_through=True)
-    writer = csv.writer(text, lineterminator="\n")
-    writer.writerow(CARD_COLUMNS)
+    """cards.jsonl chunks; the same rows go to cards.csv in a spool, a batch of lines at a
+    time. The cards are built once."""
+    spool.write(csv_line(list(CARD_COLUMNS)).encode("utf-8"))
+    pending: list[str] = []
 
     def also_to_csv() -> Iterator[dict]:
         for row in rows:
-            writer.writerow(_csv_row(row))
+            pending.append(csv_line(_csv_row(row)))
+            if len(pending) >= CARD_BATCH:
+                spool.write("".join(pending).encode("utf-8"))
+                pending.clear()
             yield row
 
     yield from lines(also_to_csv(), CARD_BATCH)
-    text.detach()  # leave the spool open for reading
+    spool.write("".join(pending).encode("utf-8"))
 
 
-def _csv_row(row: dict) -> list:
+def _csv_row(row: dict) -> list[str]:
     flat = {
         **row,
         "spans": " ".join(f"{a}-{b}" for a, b in row["spans"]),
