@@ -47,12 +47,23 @@ def canonical_text(value: Any) -> str:
 def _by_orjson(value: Any) -> bytes | None:
     """The canonical bytes by orjson, or None where only the reference encoder may write
     them (see canonical_json)."""
-    if _plain(value):
+    if is_plain(value):
         try:
             return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
         except orjson.JSONEncodeError:
             pass
     return None
+
+
+def unchecked_json(value: Any) -> bytes | None:
+    """orjson's bytes with keys sorted, without the walk over the value's types that
+    canonical_json makes; None for what orjson refuses. The canonical bytes only for a
+    value that `is_plain`: a caller that does not know it checks them another way
+    (audit.revision_rows, against the seal they must hash to)."""
+    try:
+        return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
+    except orjson.JSONEncodeError:
+        return None
 
 
 _COMPACT = json.JSONEncoder(separators=(",", ":"), ensure_ascii=False)
@@ -64,7 +75,7 @@ def compact_str(value: Any) -> str:
     The text json.dumps(value, ensure_ascii=False, separators=(",", ":")) gives, written
     by orjson when the value has only plain types (see canonical_json).
     """
-    if _plain(value):
+    if is_plain(value):
         try:
             return orjson.dumps(value).decode("utf-8")
         except orjson.JSONEncodeError:
@@ -75,7 +86,7 @@ def compact_str(value: Any) -> str:
 _PLAIN_SCALARS = frozenset({str, int, bool, type(None)})
 
 
-def _plain(value: Any) -> bool:
+def is_plain(value: Any) -> bool:
     """Whether `value` holds only texts, integers, booleans, null, lists and dicts (exactly
     those types, no subclass), so that orjson writes it exactly as json.dumps would."""
     stack = [value]

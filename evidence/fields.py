@@ -8,6 +8,8 @@ from django.db import models
 from django.db.models import F, TextField
 from django.db.models.functions import Cast
 
+from evidence.canonical import is_plain
+
 
 def as_text(name: str) -> Cast:
     """A JSON column read as its stored text (`values()`, `values_list()`): Django's per-row
@@ -26,6 +28,23 @@ def decoded(text: str | None) -> Any:
 
 
 _decoded_short = functools.lru_cache(maxsize=4096)(json.loads)
+
+
+def decoded_plain(text: str | None) -> tuple[Any, bool]:
+    """`decoded`, and whether the value has only the types orjson writes as json.dumps does
+    (`evidence.canonical.is_plain`): known once per distinct short text, as the value is."""
+    if text is None:
+        return None, True
+    if len(text) > 256:
+        value = json.loads(text)
+        return value, is_plain(value)
+    return _decoded_plain_short(text)
+
+
+@functools.lru_cache(maxsize=4096)
+def _decoded_plain_short(text: str) -> tuple[Any, bool]:
+    value = _decoded_short(text)
+    return value, is_plain(value)
 
 
 class VerbatimJSONField(models.TextField):
