@@ -339,14 +339,14 @@ def _with_stored_rest(*, run: Run, source: Source) -> Iterator[dict[str, Any]]:
     stored = Lockstep(
         ResponseTally.objects.filter(run=run)
         .order_by("response_id")
-        .values_list("response_id", "retrieval", "hints", "cited_refs")
+        .values_list("response_id", as_text("retrieval"), as_text("hints"), as_text("cited_refs"))
         .iterator(chunk_size=CHUNK)
     )
     claim_hints = Lockstep(
         ClaimTally.objects.filter(run=run, current=True)
         .exclude(hints=[])
         .order_by("response_id", "claim__position", "claim_id")
-        .values_list("response_id", "claim__key", "hints")
+        .values_list("response_id", "claim__key", as_text("hints"))
         .iterator(chunk_size=CHUNK)
     )
     for response, claim_list in _claim_lists(run):
@@ -358,7 +358,8 @@ def _with_stored_rest(*, run: Run, source: Source) -> Iterator[dict[str, Any]]:
         }
         reviewed = is_reviewed(complete=complete, abstained=abstained, text=text)
         [(_, retrieval, hints, cited)] = stored.take(pk)
-        hints = dict(hints)
+        # Decoded once per distinct short text (evidence.fields): shared, so copied to change.
+        retrieval, hints, cited = decoded(retrieval), dict(decoded(hints)), decoded(cited)
         if passage_drift := [ref for ref in cited if ref in drifted]:
             hints["passage_drift"] = passage_drift
         yield {
@@ -369,7 +370,7 @@ def _with_stored_rest(*, run: Run, source: Source) -> Iterator[dict[str, Any]]:
             **stored_retrieval(retrieval),
             "prechecks": {
                 "response": hints,
-                "claims": {key: codes for _, key, codes in claim_hints.take(pk)},
+                "claims": {key: decoded(codes) for _, key, codes in claim_hints.take(pk)},
             },
         }
 

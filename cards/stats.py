@@ -71,17 +71,23 @@ class Proportion:
     def as_json(self) -> dict | None:
         if not self.n:
             return None
-        low, high = wilson(self.k, self.n)
-        return {
-            "k": self.k,
-            "n": self.n,
-            "value": round(self.k / self.n, 4),
-            "low": round(low, 4),
-            "high": round(high, 4),
-        }
+        return dict(_proportion_json(self.k, self.n))  # a copy: the kept one stays as it is
 
     def __add__(self, other: Proportion) -> Proportion:
         return Proportion(self.k + other.k, self.n + other.n)
+
+
+@functools.lru_cache(maxsize=65536)
+def _proportion_json(k: int, n: int) -> dict:
+    """A proportion as JSON, kept per (k, n): a run's figures repeat a few hundred."""
+    low, high = wilson(k, n)
+    return {
+        "k": k,
+        "n": n,
+        "value": round(k / n, 4),
+        "low": round(low, 4),
+        "high": round(high, 4),
+    }
 
 
 def cohen_kappa(pairs: Sequence[tuple[Hashable, Hashable]]) -> float | None:

@@ -292,6 +292,37 @@ def test_floats_big_integers_and_tuples_are_written_as_the_documented_json_dumps
     assert canonical_json(value) == dumps(value)
 
 
+@pytest.mark.parametrize(
+    "value",
+    [
+        1e-4, -1e-4, 9.999999999999999e-05, 1.0000000000000001e-04, 0.0, -0.0, 5e-324,
+        2.5e-4, 0.1 + 0.2, 1e15, 1e16, 1.5e17, 9007199254740993.0, 1.7976931348623157e308,
+    ],
+)  # fmt: skip
+def test_a_float_on_either_side_of_the_fast_paths_edge_is_the_documented_json_dumps(value):
+    assert canonical_json({"x": value, "in": [value]}) == dumps({"x": value, "in": [value]})
+
+
+@given(st.floats(allow_nan=False, allow_infinity=False))
+def test_any_finite_float_is_the_documented_json_dumps(value):
+    assert canonical_json([value]) == dumps([value])
+
+
+def test_the_figures_floats_are_written_without_the_reference_encoder(monkeypatch):
+    """A figure's value and interval are rounded to 4 places: zero or at least 1e-4, which
+    orjson writes as json.dumps does (an audit package writes some 240,000 of them)."""
+    import evidence.canonical
+
+    monkeypatch.setattr(evidence.canonical, "canonical_str", _refused)
+    figures = {"k": 3, "n": 7, "value": 0.4286, "low": 0.1582, "high": 0.7495, "zero": 0.0}
+    assert canonical_json(figures) == dumps(figures)
+    assert canonical_json({"score": 0.0001}) == b'{"score":0.0001}'
+
+
+def _refused(value):
+    raise AssertionError("the reference encoder was used")
+
+
 def test_a_lone_surrogate_is_refused_as_before():
     with pytest.raises(UnicodeEncodeError):
         canonical_json({"t": "half a pair \ud800"})
