@@ -19,6 +19,7 @@ from cards.verdicts import NO_CONSENSUS, counted
 from evidence.canonical import rfc3339
 from evidence.fields import as_text, decoded
 from evidence.models import Passage
+from evidence.rows import rows_by_key
 from evidence.spreadsheet import csv_line, spreadsheet_cell
 from replay.models import Run
 
@@ -139,20 +140,19 @@ def _verdict_fields(chosen: _Verdict | str | None) -> dict:
 def _with_texts(run: Run, batch: list[dict]) -> Iterator[dict]:
     """The batch with each cited ref replaced by the ref, its passage text and its SHA-256."""
     refs = sorted({ref for row in batch for ref in row["citations"]})
+    # One parameter for the batch's refs, one index probe each (evidence.rows): a query of
+    # a thousand `IN` parameters cost more to build and split than to run.
     texts = {
-        row["ref"]: row
-        for row in Passage.objects.filter(snapshot_id=run.snapshot_id, ref__in=refs).values(
-            "ref", "text", "sha256"
+        ref: (text, digest)
+        for ref, text, digest in rows_by_key(
+            Passage._meta.db_table, "ref", refs, ("ref", "text", "sha256"),
+            where=("snapshot_id", run.snapshot_id),
         )
-    }
-    unknown = {"text": None, "sha256": None}
+    }  # fmt: skip
+    unknown = (None, None)
     for row in batch:
         row["citations"] = [
-            {
-                "ref": ref,
-                "text": texts.get(ref, unknown)["text"],
-                "sha256": texts.get(ref, unknown)["sha256"],
-            }
+            dict(zip(("ref", "text", "sha256"), (ref, *texts.get(ref, unknown)), strict=True))
             for ref in row["citations"]
         ]
         yield row
@@ -172,7 +172,10 @@ def cards_and_csv(rows: Iterable[dict], spool: IO[bytes]) -> Iterator[bytes]:
                 pending.clear()
             yield row
 
-    yield from lines(also_to_csv(), CARD_BATCH)
+    # Plain: texts, booleans and null, and the JSON columns of the revisions that
+    # cards/revisions.jsonl checks against their seals (which hold no other types); a
+    # package whose revisions do not match stops before its manifest (audit.export).
+    yield from lines(also_to_csv(), CARD_BATCH, plain=True)
     spool.write("".join(pending).encode("utf-8"))
 
 

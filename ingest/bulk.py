@@ -15,9 +15,8 @@ and every other use of the connection waits for them first (`wait`).
 
 from __future__ import annotations
 
-import json
 import threading
-from collections.abc import Collection, Sequence
+from collections.abc import Sequence
 from typing import Any
 
 from django.db import connection, models, transaction
@@ -30,45 +29,6 @@ def to_json(value: Any) -> str | None:
     if value is None:
         return None
     return compact_str(value)
-
-
-def rows_by_key(
-    table: str,
-    key: str,
-    keys: Collection[str],
-    columns: Sequence[str],
-    where: tuple[str, Any] | None = None,
-) -> list[tuple[Any, ...]]:
-    """The rows of `table` whose `key` is among `keys` (and `where`: (column, value)).
-
-    One index probe per key, however large the table has grown, on both databases.
-    On PostgreSQL `key = ANY(…)` or a join is planned as a scan of the whole table as
-    soon as it holds some 100 times more rows than the keys (no statistics inside the
-    import's transaction): 125 ms for 10,000 keys among 1,000,000 rows, per batch, so
-    the import grew faster than its bundle. A LIMIT in a LATERAL subquery keeps it from
-    being merged into a join: 20-35 ms, whatever the size. SQLite probes the key's
-    index for `IN (SELECT value FROM json_each(…))`, one parameter for all the keys.
-    """
-    if not keys:
-        return []
-    listed = ", ".join(f"t.{column}" for column in columns)
-    also, params = "", []
-    if where is not None:
-        also, params = f" AND t.{where[0]} = %s", [where[1]]
-    with connection.cursor() as cursor:
-        if connection.vendor == "postgresql":
-            cursor.execute(
-                f"SELECT {listed} FROM unnest(%s::text[]) AS k(key) CROSS JOIN LATERAL "  # noqa: S608
-                f"(SELECT * FROM {table} t WHERE t.{key} = k.key{also} LIMIT 1) t",
-                [list(keys), *params],
-            )
-        else:
-            cursor.execute(
-                f"SELECT {listed} FROM {table} t "  # noqa: S608
-                f"WHERE t.{key} IN (SELECT value FROM json_each(%s)){also}",
-                [json.dumps(list(keys)), *params],
-            )
-        return cursor.fetchall()
 
 
 ANALYZE_THRESHOLD = 5000  # rows a table must have grown by to be analyzed after an import

@@ -22,7 +22,8 @@ from typing import Any, NamedTuple
 
 from django.db import IntegrityError, connection, transaction
 
-from ingest.bulk import load_rows, rows_by_key
+from evidence.rows import rows_by_key
+from ingest.bulk import load_rows
 
 # Named so no table of the schema is shadowed (PostgreSQL looks in pg_temp first).
 TABLES = {

@@ -28,7 +28,8 @@ from cards.prechecks import numbers_in
 from evidence.drift import drifted_from
 from evidence.expectations import stored_document
 from evidence.models import Case, Expectation, Passage, Project, Snapshot
-from ingest.bulk import RowWriter, rows_by_key, to_json
+from evidence.rows import rows_by_key
+from ingest.bulk import RowWriter, to_json
 from ingest.responses import Ids, ResponseRows
 from ingest.rows import (
     CaseRow,
