@@ -92,7 +92,8 @@ def _members(package: Package, zip_stream: ZipStream) -> Iterator[bytes]:
             f"{folder}/retrieval.jsonl", lines(retrieval_rows(package=package, run=run))
         )
     yield from member("fixture/cases.jsonl", lines(case_rows(package=package)))
-    yield from member("fixture/passages.jsonl", lines(passage_rows(package=package)))
+    # Text columns only: plain (evidence.canonical.canonical_lines).
+    yield from member("fixture/passages.jsonl", lines(passage_rows(package=package), plain=True))
     # The figures come before the cards: writing them collects the pre-check hints.
     for run in package.runs:
         yield from member(f"metrics/{run.run_id}.json", metrics_chunks(package=package, run=run))

@@ -110,14 +110,14 @@ def line(value: Any) -> bytes:
     return canonical_json(value) + b"\n"
 
 
-def lines(rows: Iterable[Any], batch: int = 500) -> Iterator[bytes]:
+def lines(rows: Iterable[Any], batch: int = 500, *, plain: bool = False) -> Iterator[bytes]:
     """The lines of a .jsonl member, in batches: one UTF-8 encoding and one zip write per
-    batch, not per row."""
+    batch, not per row. `plain`: the rows hold only plain types (`canonical_lines`)."""
     buffer = []
     for row in rows:
         buffer.append(row)
         if len(buffer) >= batch:
-            yield canonical_lines(buffer)
+            yield canonical_lines(buffer, plain=plain)
             buffer.clear()
     if buffer:
-        yield canonical_lines(buffer)
+        yield canonical_lines(buffer, plain=plain)

@@ -27,6 +27,7 @@ from evidence.canonical import (
     rfc3339,
     sha256_hex,
     text_sha256,
+    unchecked_json,
 )
 
 MOMENT = datetime(2026, 10, 1, 12, 0, 0, 123456, tzinfo=UTC)
@@ -321,6 +322,23 @@ def test_the_figures_floats_are_written_without_the_reference_encoder(monkeypatc
 
 def _refused(value):
     raise AssertionError("the reference encoder was used")
+
+
+@given(st.lists(plain_values.filter(lambda value: unchecked_json(value) is not None), max_size=5))
+def test_lines_said_plain_are_each_values_documented_json_without_the_walk(values):
+    with pytest.MonkeyPatch.context() as patch:
+        import evidence.canonical
+
+        patch.setattr(evidence.canonical, "is_plain", _refused)
+        assert canonical_lines(values, plain=True) == b"".join(
+            dumps(value) + b"\n" for value in values
+        )
+
+
+def test_a_line_said_plain_that_orjson_refuses_is_refused_as_before():
+    with pytest.raises(UnicodeEncodeError):
+        canonical_lines([{"t": "half a pair \ud800"}], plain=True)
+    assert canonical_lines([{"n": 2**64}], plain=True) == b'{"n":18446744073709551616}\n'
 
 
 def test_a_lone_surrogate_is_refused_as_before():
