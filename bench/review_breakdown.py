@@ -84,11 +84,10 @@ def breakdown(pg: Postgres, fixture: Fixture, profile: bool) -> None:
     """Queries and time split of both views, in this process, on the scratch database."""
     from django.contrib.auth import get_user_model
     from django.db import connection
-    from django.template import TemplateDoesNotExist
     from django.template.loader import render_to_string
     from django.test import Client, RequestFactory
 
-    from cards.selectors import review_page
+    from cards.selectors import claim_for_member, review_card, review_page
     from cards.services.verdicts import verdict_save
     from cards.views import review_context as views
     from evidence.access import membership_for
@@ -185,37 +184,42 @@ def breakdown(pg: Postgres, fixture: Fixture, profile: bool) -> None:
         service()
     queries.print("verdict_save (the service alone)")
 
-    def fresh_page():  # what `_page` does: membership, run, the whole review page
-        member = membership_for(user=user, slug=SLUG)
-        return review_page(
-            run=run_for_project(project=member.project, run_id=RUN_ID),
-            case_id=CASE_ID,
-            membership=member,
-        )
-
     split = {
         "whole request through the middleware": median_ms(post, runs),
         "verdict_save (the service: lock, checks, insert, commit)": median_ms(service, runs),
     }
-    try:  # the view's own pieces, as they were when this was written
-        after = fresh_page()
-        card = after.card(fixture.claims[0])
-        extra = {
-            "forms": {}, "card": card, "card_message": None, "card_message_key": card.claim.key,
-        }  # fmt: skip
-        swap = views.page_context(after, **extra)
-        request.htmx = True
-        split |= {
-            "_page: membership + run + review_page": median_ms(fresh_page, runs),
-            "_context: a VerdictForm for each of the 30 cards": median_ms(
-                lambda: views.page_context(after, **extra), runs
-            ),
-            "render cards/review.html#card-swap (one card + the answer)": median_ms(
-                lambda: render_to_string("cards/review.html#card-swap", swap, request), runs
-            ),
-        }
-    except (AttributeError, TypeError, TemplateDoesNotExist) as exc:
-        print(f"\n(the view's pieces have changed since this breakdown was written: {exc!r})")
+    # The view's own pieces (cards.views.review.verdict_add): the claim for the member, the
+    # service, then the saved card alone from its own rows, its forms and its partial.
+    key = fixture.claims[0]
+
+    def claim() -> Any:
+        return claim_for_member(user=user, slug=SLUG, run_id=RUN_ID, case_id=CASE_ID, key=key)
+
+    membership, run, claim_row, revisions = claim()
+
+    def card() -> Any:
+        return review_card(run=run, claim=claim_row, membership=membership, revisions=revisions)
+
+    saved = card()
+    views.card_forms(saved, membership, None)
+    context = views.card_context(
+        saved, membership, card_message="", card_message_key=key, notice="Saved, revision 9.",
+        notice_key=key,
+    )  # fmt: skip
+    request.htmx = True
+    split |= {
+        "claim_for_member (membership, run, claim, its revisions: one query)": median_ms(
+            claim, runs
+        ),
+        "review_card (the saved card from its own rows)": median_ms(card, runs),
+        "card_forms (its verdict form)": median_ms(
+            lambda: views.card_forms(card(), membership, None), runs
+        )
+        - median_ms(card, runs),
+        "render cards/review.html#card (the answer)": median_ms(
+            lambda: render_to_string("cards/review.html#card", context, request), runs
+        ),
+    }
     verdicts = pg.scalar(DB, "SELECT count(*) FROM cards_verdictrevision")
     print(f"\nverdict save, median of {runs} calls each ({verdicts} verdicts in the case now):")
     for name, ms in split.items():
