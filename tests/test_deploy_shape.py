@@ -187,6 +187,10 @@ def login(port: int, username: str) -> requests.Session:
         allow_redirects=False, timeout=30,
     )  # fmt: skip
     assert answer.status_code == 302 and "sessionid" in session.cookies, username
+    # No idle connection kept: the next windows log in first, and gunicorn closes a
+    # keep-alive connection idle for 2 s; a save sent on it as it closed was reset (a
+    # browser sends it again, requests does not for a POST), failing a full PostgreSQL run.
+    session.close()  # its cookies stay; the next request opens a connection
     return session
 
 
