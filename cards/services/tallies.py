@@ -15,7 +15,6 @@ test recomputes every row with it from scratch and compares.
 from __future__ import annotations
 
 import itertools
-import json
 from collections import defaultdict
 from collections.abc import Iterable, Iterator
 from typing import Any
@@ -44,6 +43,7 @@ from cards.prechecks import ClaimFacts, PassageFacts, ResponseFacts, claim_prech
 from cards.progress import is_reviewed
 from cards.rules import default_association
 from cards.verdicts import Source
+from evidence.canonical import compact_str
 from evidence.models import Passage
 from evidence.rows import insert, insert_then
 from replay.models import Citation, Response, Retrieval, Run
@@ -200,7 +200,7 @@ class RunTallies:
         return ResponseTally, RESPONSE_NAMES, [_as_text(row, RESPONSE_NAMES) for row in rows]
 
     def run(self) -> Rows:
-        retrieval = json.dumps(retrieval_totals(self.totals.result()))
+        retrieval = compact_str(retrieval_totals(self.totals.result()))
         return RunTally, ("run_id", "retrieval"), [(self.run_pk, retrieval)]
 
 
@@ -211,7 +211,9 @@ def tallies_rebuild() -> None:
 
 
 def _as_text(row: dict[str, Any], names: tuple[str, ...]) -> tuple:
-    return tuple(json.dumps(row[name]) if name in JSON_NAMES else row[name] for name in names)
+    """The row's values, its JSON columns as text, written as the import writes its other
+    JSON columns (`compact_str`: orjson where it writes what json.dumps would)."""
+    return tuple(compact_str(row[name]) if name in JSON_NAMES else row[name] for name in names)
 
 
 def _insert_rows(model: type[Model], names: tuple[str, ...], rows: list[tuple]) -> None:
