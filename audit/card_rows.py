@@ -142,17 +142,16 @@ def _with_texts(run: Run, batch: list[dict]) -> Iterator[dict]:
     refs = sorted({ref for row in batch for ref in row["citations"]})
     # One parameter for the batch's refs, one index probe each (evidence.rows): a query of
     # a thousand `IN` parameters cost more to build and split than to run.
-    texts = {
-        ref: (text, digest)
+    cited = {
+        ref: {"ref": ref, "text": text, "sha256": digest}
         for ref, text, digest in rows_by_key(
             Passage._meta.db_table, "ref", refs, ("ref", "text", "sha256"),
             where=("snapshot_id", run.snapshot_id),
         )
     }  # fmt: skip
-    unknown = (None, None)
     for row in batch:
         row["citations"] = [
-            dict(zip(("ref", "text", "sha256"), (ref, *texts.get(ref, unknown)), strict=True))
+            cited.get(ref) or {"ref": ref, "text": None, "sha256": None}
             for ref in row["citations"]
         ]
         yield row

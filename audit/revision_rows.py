@@ -151,8 +151,9 @@ def _sealed_line(document: dict, digest: str, *, plain: bool) -> bytes | None:
     """
     sealed = unchecked_json(document) if plain else None
     if sealed is not None and hashlib.sha256(sealed).hexdigest() == digest:
-        # What orjson wrote without the seal it writes with it: one more text.
-        return (unchecked_json({**document, "sha256": digest}) or b"") + b"\n"
+        line = unchecked_json({**document, "sha256": digest})
+        if line is not None:  # it wrote the document, so it writes it with one more text
+            return line + b"\n"
     if hashlib.sha256(canonical_json(document)).hexdigest() != digest:
         return None
     return canonical_json({**document, "sha256": digest}) + b"\n"

@@ -51,12 +51,7 @@ def canonical_text(value: Any) -> str:
 def _by_orjson(value: Any) -> bytes | None:
     """The canonical bytes by orjson, or None where only the reference encoder may write
     them (see canonical_json)."""
-    if is_plain(value):
-        try:
-            return orjson.dumps(value, option=orjson.OPT_SORT_KEYS)
-        except orjson.JSONEncodeError:
-            pass
-    return None
+    return unchecked_json(value) if is_plain(value) else None
 
 
 def unchecked_json(value: Any) -> bytes | None:
