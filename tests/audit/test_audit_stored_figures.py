@@ -44,3 +44,18 @@ def test_another_sources_figures_read_the_stored_retrieval_and_prechecks(demo_ru
 
 def _refused(*args, **kwargs):
     raise AssertionError("the streamed pass read the passages")
+
+
+def test_the_collector_runs_while_the_caller_holds_a_chunk_of_the_figures(demo_runs):
+    """Paused while a batch of figures is made, not across the chunks handed out: the zip,
+    a download's socket and a web worker's other threads run meanwhile."""
+    import gc
+
+    project = Project.objects.get(slug="demo")
+    run = Run.objects.filter(project=project).first()
+    source = Source.parse("annotator:seed-protocol", roster=roster_of(runs=[run]))
+    chunks = metrics_chunks(package=Package(project=project, runs=[run], source=source), run=run)
+    enabled = []
+    for _ in chunks:
+        enabled.append(gc.isenabled())
+    assert len(enabled) >= 3 and all(enabled), enabled
