@@ -227,9 +227,11 @@ def rows_by_key(
 ) -> list[tuple[Any, ...]]:
     """The rows of `table` whose `key` is among `keys` (and `where`: (column, value)).
 
-    One index probe per key, however large the table has grown, on both databases.
+    One index probe per key, however large the table has grown, on both databases, and
+    one parameter for all the keys (the import's look-ups of earlier batches, an audit
+    package's cited passages: a thousand `IN` parameters cost more to send than to run).
     On PostgreSQL `key = ANY(…)` or a join is planned as a scan of the whole table as
-    soon as it holds some 100 times more rows than the keys (no statistics inside the
+    soon as it holds some 100 times more rows than the keys (no statistics inside an
     import's transaction): 125 ms for 10,000 keys among 1,000,000 rows, per batch, so
     the import grew faster than its bundle. A LIMIT in a LATERAL subquery keeps it from
     being merged into a join: 20-35 ms, whatever the size. SQLite probes the key's

@@ -152,6 +152,24 @@ def test_a_claim_text_edited_in_the_database_stops_the_export_naming_it(demo_run
     )
 
 
+def test_a_float_the_seal_never_had_in_a_cards_columns_stops_the_export(demo_runs, tmp_path):
+    """Cards are written as plain lines (orjson, no check of their types): a float below
+    1e-4 that orjson spells otherwise than json.dumps could only come from an edited
+    column of the card's current revision, which revisions.jsonl then refuses against
+    its seal, before any manifest."""
+    revision = ClaimRevision.objects.filter(claim__key="C-017-3").order_by("-seq").first()
+    with around_the_triggers("cards_claimrevision"):
+        execute(
+            "UPDATE cards_claimrevision SET spans = %s WHERE id = %s",
+            ["[[0, 1e-05]]", revision.pk],
+        )
+    assert refused(tmp_path, "--run", "q017-r1") == (
+        "export refused: revision content does not match its hash at "
+        f"demo/q017-r1/Q-017/C-017-3 revision {revision.seq} "
+        f"(row {revision.pk} of cards_claimrevision)"
+    )
+
+
 def test_a_broken_prev_sha256_link_stops_the_export_naming_it(demo_runs, tmp_path):
     verdict = VerdictRevision.objects.get(claim__key="C-017-1", seq=2)
     with around_the_triggers("cards_verdictrevision"):
