@@ -9,15 +9,20 @@ It imports two runs of N cases × 5 claims × 2 annotators (`bundles.rated_bundl
 into a scratch database, the second in another snapshot with identical evidence
 (so every ref is checked across snapshots), then measures, median of the runs,
 wall and CPU time of this process:
-- `compare_runs` and its JSON (consensus verdicts), with the queries it took;
-- two baselines in the same run: the queries `compare_runs` ran, replayed through
-  the bare cursor with every row fetched and nothing done with it (the floor), and
+- `compare_runs` and its JSON (consensus verdicts, computed from every revision and
+  verdict), with the queries it took;
+- `compare_runs` and its JSON for the default source, which reads the stored figures,
+  and the same comparison computed from every revision and verdict (`computed_comparison`,
+  what the default source did before, and still the reference);
+- baselines in the same run: the queries of each `compare_runs`, replayed through
+  the bare cursor with every row fetched and nothing done with it (the floors), and
   `run_metrics` of both runs (what the comparison cost before it read its own rows);
 - the side-by-side page (20 pairs per page), rendered in-process through Django's
   test client, in the order a person meets it: the first view after the runs'
   state changed (the cache emptied: nothing of this comparison is stored), then a
   page not shown yet, the same page again, and the first view of a filter
-  (`show=regressions`); and the case page of one case, for scale.
+  (`show=regressions`); the first view for the default source; and the case page of
+  one case, for scale.
 """
 
 from __future__ import annotations
@@ -35,7 +40,7 @@ def measure(n: int, runs: int) -> None:
     from django.core.cache import cache
 
     from cards.metrics import Source, run_metrics
-    from compare.comparison import compare_runs
+    from compare.comparison import compare_runs, computed_comparison
     from replay.models import Run
 
     project = stored_project(runs={RUN_A: n, RUN_B: n}) or project_with(
@@ -54,8 +59,15 @@ def measure(n: int, runs: int) -> None:
     def compare_json() -> None:
         json.dumps(compare_runs(run_a=run_a, run_b=run_b, source=source).as_json())
 
-    def page(**query: str):
-        url = f"/p/bench/compare/?a={RUN_A}&b={RUN_B}&source=consensus"
+    def stored_json() -> None:
+        json.dumps(compare_runs(run_a=run_a, run_b=run_b, source=Source()).as_json())
+
+    def computed_json() -> None:
+        comparison = computed_comparison(run_a=run_a, run_b=run_b, source=Source())
+        json.dumps(comparison.as_json())
+
+    def page(source: str = "consensus", **query: str):
+        url = f"/p/bench/compare/?a={RUN_A}&b={RUN_B}&source={source}"
         return page_of(client, url + "".join(f"&{key}={value}" for key, value in query.items()))
 
     pages = -(-n // 20)  # 20 pairs per page
@@ -64,29 +76,42 @@ def measure(n: int, runs: int) -> None:
         "floor": replayed(compare_json),
         "baseline": baseline,
         "compare": compare_json,
+        "stored_floor": replayed(stored_json),
+        "stored": stored_json,
+        "computed": computed_json,
         "first": page(),
         "another": page(page=middle),
         "again": page(),
         "filter": page(show="regressions"),
+        "first_default": page("default"),
         "case": page_of(client, f"/p/bench/runs/{RUN_A}/cases/case-0/"),
     }
     timers = {name: Timer() for name in figures}
     for _ in range(runs):  # each figure once per round: a slow spell hits all alike
         for name, fn in figures.items():
-            if name == "first":
+            if name in ("first", "first_default"):
                 cache.clear()  # as after any new claim, verdict or review mark
             timers[name].time(fn, count_queries=True)
     labels = {
         "floor": "the same queries, rows fetched, no work (floor)",
         "baseline": "run_metrics of both runs (baseline)",
         "compare": "compare_runs + JSON",
+        "stored_floor": "default source: its queries, rows fetched, no work (floor)",
+        "stored": "default source: compare_runs + JSON (stored figures)",
+        "computed": "default source: computed_comparison + JSON (before)",
         "first": "page 1, first view after a change (nothing cached)",
         "another": f"page {middle}, not shown before",
         "again": "page 1 again",
         "filter": "regressions only, first view of the filter",
+        "first_default": "default source: page 1, first view after a change",
         "case": "case page, for scale",
     }
-    floor = timers["floor"].median
+    # The default source's rows against its own floor (it reads other rows), the rest
+    # against the computed comparison's.
+    floor_of = {
+        name: timers["stored_floor" if name in ("stored", "stored_floor") else "floor"].median
+        for name in timers
+    }
     print(f"\nN = {n:,} cases in each run, {database_name()}, median of {runs}")
     print(
         table(
@@ -97,7 +122,7 @@ def measure(n: int, runs: int) -> None:
                     f"{timer.median:.3f}",
                     f"{timer.cpu_median:.3f}",
                     timer.queries,
-                    f"{timer.median / floor:.1f}",
+                    f"{timer.median / floor_of[name]:.1f}",
                 ]
                 for name, timer in timers.items()
             ],

@@ -515,16 +515,7 @@ def stored_run_figures(*, run: Run) -> RunFigures:
     (a page of 50 reads 50). Equal, figure by figure, to what `run_metrics` computes from
     the revisions: the reference test holds the two together.
     """
-    sums = {
-        pk: ClaimSums._make(row)
-        for pk, *row in _plain_rows(
-            ClaimTally.objects.filter(run=run)
-            .values("response_id")
-            .order_by()
-            .annotate(**_CLAIM_SUMS)
-            .values_list("response_id", *ClaimSums._fields)
-        )
-    }
+    sums = stored_claim_sums(runs=[run])
     claims: dict[int, StoredClaims] = {
         pk: (bool(reviewed), decoded(fact_ids), decoded(gap_ids), sums.get(pk, NO_CLAIMS))
         for pk, reviewed, fact_ids, gap_ids in _plain_rows(
@@ -533,7 +524,7 @@ def stored_run_figures(*, run: Run) -> RunFigures:
             .values_list("response_id", "reviewed", as_text("fact_ids"), as_text("gap_ids"))
         )
     }
-    result = _claim_totals(claims.values()).result()
+    result = stored_claim_totals(claims.values()).result()
     stored = RunTally.objects.filter(run=run).values_list("retrieval", flat=True).first() or {}
     for part in ("undefined", "micro", "macro"):
         result[part].pop("context_precision", None)
@@ -541,6 +532,21 @@ def stored_run_figures(*, run: Run) -> RunFigures:
     drifted = _drifted(run)
     per_response = StoredResponses(claims, drifted)
     return RunFigures(run.run_id, Source(), per_response, result, _hint_counts(run, drifted))
+
+
+def stored_claim_sums(*, runs: Sequence[Run]) -> dict[int, ClaimSums]:
+    """Each response's `ClaimSums` of these runs, summed in the database (one query); a
+    response without claims has none."""
+    return {
+        pk: ClaimSums._make(row)
+        for pk, *row in _plain_rows(
+            ClaimTally.objects.filter(run__in=[run.pk for run in runs])
+            .values("response_id")
+            .order_by()
+            .annotate(**_CLAIM_SUMS)
+            .values_list("response_id", *ClaimSums._fields)
+        )
+    }
 
 
 def _restored(part: str, value: Any) -> Any:
@@ -579,7 +585,7 @@ def _claim_pairs(fact_ids: list[str], gap_ids: list[str], s: ClaimSums) -> list[
     ]
 
 
-def _claim_totals(responses: Iterable[StoredClaims]) -> Totals:
+def stored_claim_totals(responses: Iterable[StoredClaims]) -> Totals:
     """`Totals` fed every response's claim figures, as plain numbers: what `Totals.add`
     does with each response's dict, in the same order (so the macro means add alike), with
     no dict or Proportion made per response."""

@@ -28,9 +28,10 @@ from cards.figures import (
     chooser,
     claim_figures,
 )
+from cards.metrics import stored_claim_totals
 from cards.stats import Proportion
 from cards.verdicts import Source
-from compare.sides import Side, read_sides
+from compare.sides import Side, claim_texts, read_sides, read_stored_sides
 from evidence.drift import drift_between
 from replay.models import Run
 
@@ -158,6 +159,16 @@ def _fact_status(views: list[tuple[ClaimState, VerdictView | None]], fact_id: st
 
 def match_claims(a: list[ClaimState], b: list[ClaimState]) -> tuple[list, list, list]:
     """Match by the required facts the claims report, then by text similarity."""
+    matched, left, right = match_by_facts(a, b)
+    return match_by_text(matched, left, right)
+
+
+def match_by_facts(
+    a: list[ClaimState], b: list[ClaimState]
+) -> tuple[list[tuple[str, str]], list[ClaimState], list[ClaimState]]:
+    """The first step of `match_claims`: the pairs matched by a required fact both claims
+    report, and the current claims of each side left unmatched (whose texts the second
+    step compares: a caller without them reads them only when both sides have some)."""
     left = [c for c in a if not c.withdrawn]
     right = [c for c in b if not c.withdrawn]
     matched: list[tuple[str, str]] = []
@@ -168,6 +179,13 @@ def match_claims(a: list[ClaimState], b: list[ClaimState]) -> tuple[list, list, 
             matched.append((claim.key, partner.key))
             left.remove(claim)
             right.remove(partner)
+    return matched, left, right
+
+
+def match_by_text(
+    matched: list[tuple[str, str]], left: list[ClaimState], right: list[ClaimState]
+) -> tuple[list, list, list]:
+    """The second step of `match_claims`: the claims left matched by text similarity."""
     scored = []
     lowered = [(x.key, x.text.lower()) for x in left]
     for y in right if lowered else ():
@@ -197,7 +215,19 @@ def match_claims(a: list[ClaimState], b: list[ClaimState]) -> tuple[list, list, 
 
 
 def compare_runs(*, run_a: Run, run_b: Run, source: Source = Source()) -> Comparison:  # noqa: B008
-    """Every pair of the two runs, and both runs' figures over the comparable ones."""
+    """Every pair of the two runs, and both runs' figures over the comparable ones.
+
+    The default source's comparison reads the stored figures (`stored_comparison`); any
+    other source's reads every revision and verdict (`computed_comparison`): the two give
+    the same comparison of the default source, which the reference test holds them to.
+    """
+    if source.mode == "default":
+        return stored_comparison(run_a=run_a, run_b=run_b)
+    return computed_comparison(run_a=run_a, run_b=run_b, source=source)
+
+
+def computed_comparison(*, run_a: Run, run_b: Run, source: Source) -> Comparison:
+    """`compare_runs` from every claim revision and verdict of both runs."""
     with _collector_paused():
         drift = drift_between(
             snapshot_a=run_a.snapshot_id,
@@ -208,6 +238,48 @@ def compare_runs(*, run_a: Run, run_b: Run, source: Source = Source()) -> Compar
         totals = Totals(), Totals()
         pairs = _pairs(run_a, run_b, sides_a, sides_b, drift, source, totals=totals)
         return Comparison(run_a, run_b, source, pairs, totals[0].result(), totals[1].result())
+
+
+def stored_comparison(*, run_a: Run, run_b: Run) -> Comparison:
+    """`compare_runs` of the default source from the stored figures: each claim's chosen
+    label and facts from its `ClaimTally`, the runs' figures summed from the comparable
+    pairs' stored claim sums, and claim texts read only for the pairs whose matching
+    needs them (both sides with a current claim no required fact matched)."""
+    source = Source()
+    with _collector_paused():
+        drift = drift_between(
+            snapshot_a=run_a.snapshot_id,
+            snapshot_b=run_b.snapshot_id,
+            project_id=run_a.project_id,
+        )
+        (sides_a, sides_b), stored = read_stored_sides(runs=[run_a, run_b], drifted=drift)
+        pairs, unmatched = [], []
+        for pair in _heads(run_a, run_b, sides_a, sides_b, drift):
+            pairs.append(pair)
+            a, b = pair.a, pair.b
+            if a is None or b is None:
+                continue
+            _add_facts(pair, list(zip(a.claims, a.chosen, strict=True)),
+                       list(zip(b.claims, b.chosen, strict=True)))  # fmt: skip
+            matched, left, right = match_by_facts(a.claims, b.claims)
+            if left and right:
+                unmatched.append((pair, matched, left, right))
+            else:
+                pair.matched = matched
+                pair.only_a, pair.only_b = [c.key for c in left], [c.key for c in right]
+        if unmatched:
+            texts = claim_texts(sides=[side for p, *_ in unmatched for side in (p.a, p.b)])
+            for pair, matched, left, right in unmatched:
+                for side, claims in ((pair.a, left), (pair.b, right)):
+                    for claim in claims:
+                        claim.text = texts[side.response_id, claim.key]
+                pair.matched, pair.only_a, pair.only_b = match_by_text(matched, left, right)
+        comparable = [pair for pair in pairs if pair.comparable]
+        metrics = [
+            stored_claim_totals(stored[getattr(p, side).response_id] for p in comparable).result()
+            for side in ("a", "b")
+        ]
+        return Comparison(run_a, run_b, source, pairs, *metrics)
 
 
 @contextmanager
@@ -253,26 +325,21 @@ def compare_cases(
     return _pairs(run_a, run_b, sides_a, sides_b, drift, source)
 
 
-def _pairs(
+def _heads(
     run_a: Run,
     run_b: Run,
     sides_a: dict[str, Side],
     sides_b: dict[str, Side],
     drift: dict[str, tuple],
-    source: Source,
-    *,
-    totals: tuple[Totals, Totals] | None = None,
-) -> list[Pair]:
-    """The pairs, in case order; with `totals`, each run's claim figures of the comparable
-    pairs are added to them."""
+) -> Iterator[Pair]:
+    """Each pair, in case order, with whether it is comparable and why not, and its notes:
+    its facts and claims are the caller's to add."""
     snapshots_differ = run_a.snapshot_id != run_b.snapshot_id
     note = ""
-    pick = chooser(source)
-    pairs = []
     for case_id in sorted(sides_a.keys() | sides_b.keys()):
         a, b = sides_a.get(case_id), sides_b.get(case_id)
         if a is None or b is None:
-            pairs.append(Pair(case_id, False, ["case_missing"], a=a, b=b))
+            yield Pair(case_id, False, ["case_missing"], a=a, b=b)
             continue
         reasons = []
         if a.expectation_id != b.expectation_id:
@@ -292,17 +359,46 @@ def _pairs(
                 "with identical evidence"
             )
             pair.notes.append(note)
+        yield pair
+
+
+def _add_facts(
+    pair: Pair,
+    views_a: list[tuple[ClaimState, VerdictView | None]],
+    views_b: list[tuple[ClaimState, VerdictView | None]],
+) -> None:
+    """Each required fact of the pair's case: its status in a and in b."""
+    for fact in pair.a.facts:
+        fact_id = fact["fact_id"]
+        pair.facts[fact_id] = FactChange(
+            _fact_status(views_a, fact_id), _fact_status(views_b, fact_id)
+        )
+
+
+def _pairs(
+    run_a: Run,
+    run_b: Run,
+    sides_a: dict[str, Side],
+    sides_b: dict[str, Side],
+    drift: dict[str, tuple],
+    source: Source,
+    *,
+    totals: tuple[Totals, Totals] | None = None,
+) -> list[Pair]:
+    """The pairs, in case order; with `totals`, each run's claim figures of the comparable
+    pairs are added to them."""
+    pick = chooser(source)
+    pairs = []
+    for pair in _heads(run_a, run_b, sides_a, sides_b, drift):
+        pairs.append(pair)
+        a, b = pair.a, pair.b
+        if a is None or b is None:
+            continue
         chosen_a = [pick(claim) for claim in a.claims]  # once per claim
         chosen_b = [pick(claim) for claim in b.claims]
-        views_a = list(zip(a.claims, chosen_a, strict=True))
-        views_b = list(zip(b.claims, chosen_b, strict=True))
-        for fact in a.facts:
-            fact_id = fact["fact_id"]
-            pair.facts[fact_id] = FactChange(
-                _fact_status(views_a, fact_id), _fact_status(views_b, fact_id)
-            )
+        _add_facts(pair, list(zip(a.claims, chosen_a, strict=True)),
+                   list(zip(b.claims, chosen_b, strict=True)))  # fmt: skip
         pair.matched, pair.only_a, pair.only_b = match_claims(a.claims, b.claims)
-        pairs.append(pair)
         if totals is not None and pair.comparable:
             for total, side, chosen in ((totals[0], a, chosen_a), (totals[1], b, chosen_b)):
                 total.add(

@@ -41,13 +41,7 @@ def filter_pairs(pairs: list[Pair], show: str) -> list[Pair]:
 
 
 def _diagnoses(pair: Pair) -> set[str]:
-    return {
-        verdict.diagnosis
-        for side in (pair.a, pair.b)
-        if side is not None
-        for claim in side.claims
-        for verdict in claim.verdicts
-    }
+    return {code for side in (pair.a, pair.b) if side is not None for code in side.diagnoses}
 
 
 @dataclass

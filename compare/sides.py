@@ -19,12 +19,14 @@ from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any
 
+from django.db import connection
 from django.db.models import BooleanField, DateTimeField, ExpressionWrapper, F, TextField, Value
 from django.db.models.functions import Cast
 
 from cards.blind import sightings
-from cards.figures import ClaimState, Verdict
-from cards.models import ClaimRevision, VerdictRevision
+from cards.figures import ClaimState, Verdict, VerdictView
+from cards.metrics import NO_CLAIMS, StoredClaims, stored_claim_sums
+from cards.models import ClaimRevision, ClaimTally, ResponseTally, VerdictRevision
 from cards.progress import latest_review_complete, reviewed_condition
 from evidence.models import Expectation
 from replay.models import Citation, Response, Run
@@ -47,6 +49,10 @@ class Side:
     # snapshots (the only ones that can make the pair not comparable).
     cited: set[str] = field(default_factory=set)
     answer: str = ""  # read for the pairs of a page only
+    # Read from the stored figures (`read_stored_sides`): the default source's verdict of
+    # each claim, in order (its verdicts are not read), and the diagnoses of all of them.
+    chosen: list[VerdictView | None] | None = None
+    diagnosed: frozenset[str] | None = None
 
     @property
     def facts(self) -> list[dict]:
@@ -55,6 +61,15 @@ class Side:
     @property
     def relevant(self) -> list[str]:
         return self.expectation["relevant_refs"]
+
+    @property
+    def diagnoses(self) -> frozenset[str]:
+        """The diagnoses of every verdict of its claims (the page's diagnosis filters)."""
+        if self.diagnosed is not None:
+            return self.diagnosed
+        return frozenset(
+            v.diagnosis for claim in self.claims for v in claim.verdicts if v.diagnosis
+        )
 
 
 @functools.lru_cache(maxsize=65536)
@@ -95,19 +110,7 @@ def read_sides(
         .values_list(*columns, *(["text"] if answers else []))
         .iterator(chunk_size=CHUNK)
     )
-    expected = {
-        pk: {
-            "query": query,
-            "required_facts": _decoded(facts),
-            "relevant_refs": _decoded(relevant),
-            "known_gaps": _decoded(gaps),
-        }
-        for pk, query, facts, relevant, gaps in Expectation.objects.filter(
-            pk__in=responses.values("expectation_id")
-        ).values_list(
-            "pk", "query", _text("required_facts"), _text("relevant_refs"), _text("known_gaps")
-        )
-    }
+    expected = _expectations(responses)
     by_run: dict[int, dict[str, Side]] = {run.pk: {} for run in runs}
     by_response: dict[int, Side] = {}
     for pk, run_id, case_id, expectation_id, reviewed, *text in rows:
@@ -221,3 +224,128 @@ def _read_claims(
                 sighted = clock.of(side.response_id)
                 for state in side.claims:
                     state.sighted = sighted
+
+
+def read_stored_sides(
+    *, runs: Sequence[Run], drifted: Collection[str]
+) -> tuple[list[dict[str, Side]], dict[int, StoredClaims]]:
+    """`read_sides` of every response of the runs for the default source, from the stored
+    figures (`ClaimTally`, `ResponseTally`) instead of every revision and verdict: each
+    claim's key, kind, facts, gaps, withdrawal and chosen label, no text (`claim_texts`
+    reads those a comparison needs), and each response's claim sums for the figures.
+
+    Five queries, whatever the number of cases: the responses, their expectations, the
+    claims' stored rows, the claim sums, the diagnoses of their verdicts.
+    """
+    run_ids = [run.pk for run in runs]
+    rows = _plain(
+        ResponseTally.objects.filter(run__in=run_ids)
+        .order_by("response")
+        .values_list(
+            "response_id",
+            "run_id",
+            "response__case__case_id",
+            "response__expectation_id",
+            "reviewed",
+            _text("fact_ids"),
+            _text("gap_ids"),
+            _text("cited_refs"),
+        )  # fmt: skip
+    )
+    expected = _expectations(Response.objects.filter(run__in=run_ids))
+    sums = stored_claim_sums(runs=runs)
+    by_run: dict[int, dict[str, Side]] = {pk: {} for pk in run_ids}
+    by_response: dict[int, Side] = {}
+    stored: dict[int, StoredClaims] = {}
+    for pk, run_id, case_id, expectation_id, reviewed, fact_ids, gap_ids, cited in rows:
+        side = Side(pk, expectation_id, expected[expectation_id], bool(reviewed))
+        # Only the refs that drifted can make a pair not comparable (as `read_sides`).
+        side.cited = {ref for ref in _decoded(cited) if ref in drifted} if drifted else set()
+        side.chosen, side.diagnosed = [], frozenset()
+        by_run[run_id][case_id] = by_response[pk] = side
+        stored[pk] = (
+            bool(reviewed),
+            _decoded(fact_ids),
+            _decoded(gap_ids),
+            sums.get(pk, NO_CLAIMS),
+        )
+    claims = _plain(
+        ClaimTally.objects.filter(run__in=run_ids)
+        .order_by("response_id", "claim__position", "claim_id")
+        .values_list(
+            "response_id",
+            "claim__key",
+            "kind",
+            "current",
+            "support",
+            "attached",
+            "diagnosis",
+            _text("facts"),
+            _text("gaps"),
+        )  # fmt: skip
+    )
+    for response_id, key, kind, current, support, attached, diagnosis, facts, gaps in claims:
+        side = by_response[response_id]
+        side.claims.append(
+            ClaimState(key, kind, "", [], _decoded(facts), _decoded(gaps), not current)
+        )
+        side.chosen.append(
+            VerdictView(support, "attached" if attached else "missing", {}, diagnosis)
+            if support
+            else None
+        )
+    diagnosed = _plain(
+        VerdictRevision.objects.filter(claim__response__run__in=run_ids)
+        .exclude(diagnosis="")
+        .order_by()
+        .values_list("claim__response_id", "diagnosis")
+        .distinct()
+    )
+    for response_id, diagnosis in diagnosed:
+        side = by_response[response_id]
+        side.diagnosed = side.diagnosed | {diagnosis}
+    return [by_run[pk] for pk in run_ids], stored
+
+
+def claim_texts(*, sides: Collection[Side]) -> dict[tuple[int, str], str]:
+    """(response id, claim key) → the text of the claim's newest revision, for these
+    responses (read from the stored figures, whose claims come without text)."""
+    ids = sorted({side.response_id for side in sides})
+    texts: dict[tuple[int, str], tuple[int, str]] = {}
+    for start in range(0, len(ids), 1000):
+        rows = (
+            ClaimRevision.objects.filter(claim__response_id__in=ids[start : start + 1000])
+            .order_by()
+            .values_list("claim__response_id", "claim__key", "seq", "text")
+        )
+        for response_id, key, seq, text in _plain(rows):
+            held = texts.get((response_id, key))
+            if held is None or seq > held[0]:
+                texts[response_id, key] = (seq, text)
+    return {at: text for at, (_, text) in texts.items()}
+
+
+def _expectations(responses) -> dict[int, dict[str, Any]]:
+    """The expectations of these responses by pk, decoded (shared: never mutate)."""
+    return {
+        pk: {
+            "query": query,
+            "required_facts": _decoded(facts),
+            "relevant_refs": _decoded(relevant),
+            "known_gaps": _decoded(gaps),
+        }
+        for pk, query, facts, relevant, gaps in Expectation.objects.filter(
+            pk__in=responses.values("expectation_id")
+        ).values_list(
+            "pk", "query", _text("required_facts"), _text("relevant_refs"), _text("known_gaps")
+        )
+    }
+
+
+def _plain(queryset) -> list[tuple]:
+    """The rows of a query of plain columns as the driver gives them (Django's per-row
+    converters cost more than reading 100,000 rows)."""
+    sql, params = queryset.query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        return cursor.fetchall()

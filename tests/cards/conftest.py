@@ -7,6 +7,8 @@ revision on it is made here.
 
 from __future__ import annotations
 
+import random
+
 import pytest
 from django.contrib.auth.models import User
 from django.urls import reverse
@@ -14,7 +16,8 @@ from django.urls import reverse
 from cards.chain import claim_revision_document, seal, verdict_revision_document
 from cards.models import Claim, ClaimRevision, Origin, VerdictRevision
 from cards.selectors import ReviewPage, review_page
-from cards.services.claims import claim_create
+from cards.services.claims import claim_create, claim_revise
+from cards.services.reviews import response_mark_complete
 from cards.services.verdicts import verdict_save
 from evidence.models import Membership, Project, Role
 from evidence.services import membership_set
@@ -231,3 +234,62 @@ def labelled(demo_runs, reviewer, second_reviewer):
         judge(claims[key], reviewer, alice, f"alice: {key}")
         judge(claims[key], second_reviewer, bob, f"bob: {key}")
     return Run.objects.get(run_id="q017-r1")
+
+
+LABELS = ["supported", "partial", "unsupported", "not_assessable"]
+DIAGNOSES = ["", "not_in_collection"]
+
+
+def work_over(
+    run: Run, rng: random.Random, people: list[User], lead: User, *, steps: int,
+    texts: list[str] | None = None,
+) -> None:  # fmt: skip
+    """Every write that changes a run's figures, `steps` times at random, a verdict five
+    times as often as each other: verdicts (with diagnoses, relevance and associations),
+    adjudications, relinks (and, with `texts`, rewrites to one of them), withdrawals and
+    their undoing, review marks, splits. The reference tests of the stored figures and of
+    the stored comparison run it, then recompute."""
+    reviewer = people[0]
+    for step in range(steps):
+        claim = rng.choice(list(Claim.objects.filter(response__run=run)))
+        newest = claim.revisions.order_by("-seq").first()
+        action = rng.choice(
+            [*["verdict"] * 5, "adjudicate", "revise", "withdraw", "mark", "split"]
+        )
+        if action in ("verdict", "adjudicate") and not newest.withdrawn:
+            support = rng.choice(LABELS)
+            judge(
+                claim, lead if action == "adjudicate" else rng.choice(people), support,
+                adjudication=action == "adjudicate",
+                diagnosis=rng.choice(DIAGNOSES if support == "unsupported" else [""]),
+                citation_relevance={
+                    ref: rng.choice(["necessary", "redundant", "irrelevant"])
+                    for ref in newest.citations
+                },
+                association=rng.choice([None, "missing"]) if not newest.citations else None,
+            )  # fmt: skip
+        elif action == "revise":
+            claim_revise(
+                claim=claim, author=reviewer, seen_claim_seq=newest.seq, reason="Relinked.",
+                text=rng.choice([None, *texts]) if texts else None,
+                facts=rng.choice([[], ["G1"], ["G2"], ["G1", "G2"]]),
+                gaps=rng.choice([[], [], ["X1"]]),
+                kind=rng.choice(["factual", "factual", "abstention"]),
+                citations=rng.choice([[], newest.citations]),
+            )  # fmt: skip
+        elif action == "withdraw":
+            claim_revise(
+                claim=claim, author=reviewer, seen_claim_seq=newest.seq,
+                reason="Withdrawn, or back.", withdrawn=not newest.withdrawn,
+            )  # fmt: skip
+        elif action == "mark":
+            response_mark_complete(
+                response=claim.response, author=reviewer, complete=rng.random() < 0.6
+            )
+        else:
+            claim_create(
+                response=claim.response, author=reviewer,
+                text=rng.choice(texts) if texts else f"Split {step}.",
+                spans=[[0, 21]], facts=rng.choice([[], ["G2"]]),
+                kind=rng.choice(["factual", "abstention"]), gaps=rng.choice([[], ["X1"]]),
+            )  # fmt: skip

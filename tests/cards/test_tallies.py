@@ -24,12 +24,12 @@ from cards.annotators import roster_of
 from cards.dashboard import precheck_counts
 from cards.metrics import run_metrics, stored_run_figures, streamed_run_metrics
 from cards.models import Claim, ClaimTally, ResponseTally, RunTally
-from cards.services.claims import claim_create, claim_revise
+from cards.services.claims import claim_revise
 from cards.services.reviews import response_mark_complete
 from cards.services.tallies import _claim_hints, _claim_states, claim_tally, run_tallies_store
 from cards.verdicts import Source
 from replay.models import Run
-from tests.cards.conftest import judge
+from tests.cards.conftest import LABELS, judge, work_over
 from tests.conftest import bundle_bytes, import_bytes
 from tests.factories import synthetic_bundle
 
@@ -97,11 +97,6 @@ def test_a_verdict_on_a_claim_without_a_stored_row_stores_its_row_whole(demo_run
     assert_stored_figures_are_current(run)
 
 
-# A verdict five times as often as each other write.
-ACTIONS = ["verdict"] * 5 + ["adjudicate", "revise", "withdraw", "mark", "split"]
-DIAGNOSES = ["", "not_in_collection"]
-
-
 def generated_run(cases: int = 6, claims: int = 3) -> Run:
     lines = synthetic_bundle(run_id="generated-r1", cases=cases, claims=claims, passages=5)
     for line in lines:
@@ -120,54 +115,11 @@ def test_a_generated_run_worked_over_by_every_write_keeps_its_figures_current(
 ):
     run = generated_run()
     assert_stored_figures_are_current(run)
-    rng = random.Random(12)
-    people = [reviewer, second_reviewer]
-    labels = ["supported", "partial", "unsupported", "not_assessable"]
-    for step in range(120):
-        claim = rng.choice(list(Claim.objects.filter(response__run=run)))
-        newest = claim.revisions.order_by("-seq").first()
-        action = rng.choice(
-            [*["verdict"] * 5, "adjudicate", "revise", "withdraw", "mark", "split"]
-        )
-        if action in ("verdict", "adjudicate") and not newest.withdrawn:
-            support = rng.choice(labels)
-            judge(
-                claim, lead if action == "adjudicate" else rng.choice(people), support,
-                adjudication=action == "adjudicate",
-                diagnosis=rng.choice(DIAGNOSES if support == "unsupported" else [""]),
-                citation_relevance={
-                    ref: rng.choice(["necessary", "redundant", "irrelevant"])
-                    for ref in newest.citations
-                },
-                association=rng.choice([None, "missing"]) if not newest.citations else None,
-            )  # fmt: skip
-        elif action == "revise":
-            claim_revise(
-                claim=claim, author=reviewer, seen_claim_seq=newest.seq, reason="Relinked.",
-                facts=rng.choice([[], ["G1"], ["G2"], ["G1", "G2"]]),
-                gaps=rng.choice([[], [], ["X1"]]),
-                kind=rng.choice(["factual", "factual", "abstention"]),
-                citations=rng.choice([[], newest.citations]),
-            )  # fmt: skip
-        elif action == "withdraw":
-            claim_revise(
-                claim=claim, author=reviewer, seen_claim_seq=newest.seq,
-                reason="Withdrawn, or back.", withdrawn=not newest.withdrawn,
-            )  # fmt: skip
-        elif action == "mark":
-            response_mark_complete(
-                response=claim.response, author=reviewer, complete=rng.random() < 0.6
-            )
-        else:
-            claim_create(
-                response=claim.response, author=reviewer, text=f"Split {step}.",
-                spans=[[0, 21]], facts=rng.choice([[], ["G2"]]),
-                kind=rng.choice(["factual", "abstention"]), gaps=rng.choice([[], ["X1"]]),
-            )  # fmt: skip
+    work_over(run, random.Random(12), [reviewer, second_reviewer], lead, steps=120)
     assert_stored_figures_are_current(run)
     totals = stored_run_figures(run=run).totals
     # The walk reached what it was meant to: verdicts of every kind, and some unreviewed.
-    assert all(totals["verdicts"][label] for label in labels)
+    assert all(totals["verdicts"][label] for label in LABELS)
     assert totals["unreviewed"] and totals["reviewed"]
 
 
