@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Iterator, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any
@@ -103,18 +103,17 @@ def read_sides(
             case__project_id=runs[0].project_id, case__case_id__in=list(case_ids)
         )
     columns = ["pk", "run_id", "case__case_id", "expectation_id", "reviewed"]
-    rows = list(
+    rows = _rows(
         responses.annotate(review_complete=latest_review_complete())
         .annotate(reviewed=ExpressionWrapper(reviewed_condition(), output_field=BooleanField()))
         .order_by("pk")
         .values_list(*columns, *(["text"] if answers else []))
-        .iterator(chunk_size=CHUNK)
     )
     expected = _expectations(responses)
     by_run: dict[int, dict[str, Side]] = {run.pk: {} for run in runs}
     by_response: dict[int, Side] = {}
     for pk, run_id, case_id, expectation_id, reviewed, *text in rows:
-        side = Side(pk, expectation_id, expected[expectation_id], reviewed)
+        side = Side(pk, expectation_id, expected[expectation_id], bool(reviewed))
         if text:
             side.answer = text[0]
         by_run[run_id][case_id] = by_response[pk] = side
@@ -128,9 +127,7 @@ def read_sides(
         citations = Citation.objects.filter(**scope)
         if not answers and len(drifted) <= MANY_REFS:  # else all: a long IN list costs more
             citations = citations.filter(passage__ref__in=sorted(drifted))
-        for response_id, ref in citations.values_list("response_id", "passage__ref").iterator(
-            chunk_size=CHUNK
-        ):
+        for response_id, ref in _rows(citations.values_list("response_id", "passage__ref")):
             by_response[response_id].cited.add(ref)
     return [by_run[run.pk] for run in runs]
 
@@ -167,7 +164,7 @@ def _read_claims(
         )  # fmt: skip
     )
     newest: dict[int, tuple] = {}
-    for row in revisions.iterator(chunk_size=CHUNK):
+    for row in _rows(revisions):
         held = newest.get(row[2])
         if held is None or row[3] > held[3]:
             newest[row[2]] = row
@@ -212,7 +209,7 @@ def _read_claims(
         relevance,
         diagnosis,
         at,
-    ) in verdicts.iterator(chunk_size=CHUNK):
+    ) in verdicts.iterator(chunk_size=CHUNK) if blind else _rows(verdicts):
         state = claims.get(claim_id)
         if state is not None:
             state.verdicts.append(
@@ -340,6 +337,19 @@ def _expectations(responses) -> dict[int, dict[str, Any]]:
             "pk", "query", _text("required_facts"), _text("relevant_refs"), _text("known_gaps")
         )
     }
+
+
+def _rows(queryset) -> Iterator[tuple]:
+    """The rows of a query of plain columns (numbers, text, booleans: SQLite's come as 0 and
+    1), as the driver gives them, fetched in chunks from an ordinary cursor. Django's
+    `.iterator()` on PostgreSQL declares a server-side cursor WITH HOLD outside a
+    transaction, which stores the whole result on the server before the first chunk and
+    then costs a round trip per chunk (docs/performance.md, 3 December)."""
+    sql, params = queryset.query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        while chunk := cursor.fetchmany(CHUNK):
+            yield from chunk
 
 
 def _plain(queryset) -> list[tuple]:
