@@ -306,7 +306,8 @@ def read_stored_sides(
 
 def claim_texts(*, sides: Collection[Side]) -> dict[tuple[int, str], str]:
     """(response id, claim key) → the text of the claim's newest revision, for these
-    responses (read from the stored figures, whose claims come without text)."""
+    responses (read from the stored figures, whose claims come without text): a query per
+    1,000 responses, by the index of their claims."""
     ids = sorted({side.response_id for side in sides})
     texts: dict[tuple[int, str], tuple[int, str]] = {}
     for start in range(0, len(ids), 1000):
