@@ -19,7 +19,6 @@ from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, NamedTuple
 
-from django.db import connection
 from django.db.models import Case, Count, F, Q, StringAgg, Sum, TextField, Value, When
 from django.db.models.functions import Cast, Left, StrIndex
 
@@ -50,6 +49,7 @@ from cards.verdicts import LABELS, NO_CONSENSUS, Source
 from evidence.drift import drifted_from, drifted_refs_of
 from evidence.fields import as_text, decoded
 from evidence.models import Passage, Snapshot
+from evidence.rows import plain_rows
 from replay.models import Citation, Response, Retrieval, Run
 
 CHUNK = 2000
@@ -518,7 +518,7 @@ def stored_run_figures(*, run: Run) -> RunFigures:
     sums = stored_claim_sums(runs=[run])
     claims: dict[int, StoredClaims] = {
         pk: (bool(reviewed), decoded(fact_ids), decoded(gap_ids), sums.get(pk, NO_CLAIMS))
-        for pk, reviewed, fact_ids, gap_ids in _plain_rows(
+        for pk, reviewed, fact_ids, gap_ids in plain_rows(
             ResponseTally.objects.filter(run=run)
             .order_by("response")
             .values_list("response_id", "reviewed", as_text("fact_ids"), as_text("gap_ids"))
@@ -539,7 +539,7 @@ def stored_claim_sums(*, runs: Sequence[Run]) -> dict[int, ClaimSums]:
     response without claims has none."""
     return {
         pk: ClaimSums._make(row)
-        for pk, *row in _plain_rows(
+        for pk, *row in plain_rows(
             ClaimTally.objects.filter(run__in=[run.pk for run in runs])
             .values("response_id")
             .order_by()
@@ -557,15 +557,6 @@ def _restored(part: str, value: Any) -> Any:
     if part == "macro" and value is not None:
         return {"value": value["value"], "cases": value["cases"]}
     return value
-
-
-def _plain_rows(queryset) -> list[tuple]:
-    """The rows of a query of plain columns (numbers, text), as the driver gives them: for
-    10,000 rows, Django's per-row converters cost more than reading them."""
-    sql, params = queryset.query.sql_with_params()
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchall()
 
 
 def _claim_pairs(fact_ids: list[str], gap_ids: list[str], s: ClaimSums) -> list[tuple]:

@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Collection, Iterator, Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
 from typing import Any
 
-from django.db import connection
 from django.db.models import BooleanField, DateTimeField, ExpressionWrapper, F, TextField, Value
 from django.db.models.functions import Cast
 
@@ -29,9 +28,10 @@ from cards.metrics import NO_CLAIMS, StoredClaims, stored_claim_sums
 from cards.models import ClaimRevision, ClaimTally, ResponseTally, VerdictRevision
 from cards.progress import latest_review_complete, reviewed_condition
 from evidence.models import Expectation
+from evidence.rows import plain_chunks, plain_rows
 from replay.models import Citation, Response, Run
 
-CHUNK = 20000  # rows a round trip fetches (2,000 made 160 round trips for two runs)
+CHUNK = 20000  # rows made into tuples at a time (and, blind, a round trip's rows)
 MANY_REFS = 500  # drifted refs from which every citation of the runs is read instead
 
 
@@ -103,11 +103,12 @@ def read_sides(
             case__project_id=runs[0].project_id, case__case_id__in=list(case_ids)
         )
     columns = ["pk", "run_id", "case__case_id", "expectation_id", "reviewed"]
-    rows = _rows(
+    rows = plain_chunks(
         responses.annotate(review_complete=latest_review_complete())
         .annotate(reviewed=ExpressionWrapper(reviewed_condition(), output_field=BooleanField()))
         .order_by("pk")
-        .values_list(*columns, *(["text"] if answers else []))
+        .values_list(*columns, *(["text"] if answers else [])),
+        CHUNK,
     )
     expected = _expectations(responses)
     by_run: dict[int, dict[str, Side]] = {run.pk: {} for run in runs}
@@ -127,7 +128,9 @@ def read_sides(
         citations = Citation.objects.filter(**scope)
         if not answers and len(drifted) <= MANY_REFS:  # else all: a long IN list costs more
             citations = citations.filter(passage__ref__in=sorted(drifted))
-        for response_id, ref in _rows(citations.values_list("response_id", "passage__ref")):
+        for response_id, ref in plain_chunks(
+            citations.values_list("response_id", "passage__ref"), CHUNK
+        ):
             by_response[response_id].cited.add(ref)
     return [by_run[run.pk] for run in runs]
 
@@ -164,7 +167,7 @@ def _read_claims(
         )  # fmt: skip
     )
     newest: dict[int, tuple] = {}
-    for row in _rows(revisions):
+    for row in plain_chunks(revisions, CHUNK):
         held = newest.get(row[2])
         if held is None or row[3] > held[3]:
             newest[row[2]] = row
@@ -173,8 +176,8 @@ def _read_claims(
         newest.values(), key=itemgetter(0, 1, 2)
     ):  # by response, position, claim
         claims[claim_id] = state = ClaimState(
-            key, kind, text, _decoded(cited), _decoded(facts), _decoded(gaps), withdrawn
-        )
+            key, kind, text, _decoded(cited), _decoded(facts), _decoded(gaps), bool(withdrawn)
+        )  # SQLite's booleans are 0 and 1 read plain
         by_response[response_id].claims.append(state)
     del newest
     clocks = {
@@ -209,7 +212,7 @@ def _read_claims(
         relevance,
         diagnosis,
         at,
-    ) in verdicts.iterator(chunk_size=CHUNK) if blind else _rows(verdicts):
+    ) in verdicts.iterator(chunk_size=CHUNK) if blind else plain_chunks(verdicts, CHUNK):
         state = claims.get(claim_id)
         if state is not None:
             state.verdicts.append(
@@ -235,7 +238,7 @@ def read_stored_sides(
     claims' stored rows, the claim sums, the diagnoses of their verdicts.
     """
     run_ids = [run.pk for run in runs]
-    rows = _plain(
+    rows = plain_rows(
         ResponseTally.objects.filter(run__in=run_ids)
         .order_by("response")
         .values_list(
@@ -266,7 +269,7 @@ def read_stored_sides(
             _decoded(gap_ids),
             sums.get(pk, NO_CLAIMS),
         )
-    claims = _plain(
+    claims = plain_rows(
         ClaimTally.objects.filter(run__in=run_ids)
         .order_by("response_id", "claim__position", "claim_id")
         .values_list(
@@ -291,7 +294,7 @@ def read_stored_sides(
             if support
             else None
         )
-    diagnosed = _plain(
+    diagnosed = plain_rows(
         VerdictRevision.objects.filter(claim__response__run__in=run_ids)
         .exclude(diagnosis="")
         .order_by()
@@ -316,7 +319,7 @@ def claim_texts(*, sides: Collection[Side]) -> dict[tuple[int, str], str]:
             .order_by()
             .values_list("claim__response_id", "claim__key", "seq", "text")
         )
-        for response_id, key, seq, text in _plain(rows):
+        for response_id, key, seq, text in plain_rows(rows):
             held = texts.get((response_id, key))
             if held is None or seq > held[0]:
                 texts[response_id, key] = (seq, text)
@@ -338,25 +341,3 @@ def _expectations(responses) -> dict[int, dict[str, Any]]:
             "pk", "query", _text("required_facts"), _text("relevant_refs"), _text("known_gaps")
         )
     }
-
-
-def _rows(queryset) -> Iterator[tuple]:
-    """The rows of a query of plain columns (numbers, text, booleans: SQLite's come as 0 and
-    1), as the driver gives them, fetched in chunks from an ordinary cursor. Django's
-    `.iterator()` on PostgreSQL declares a server-side cursor WITH HOLD outside a
-    transaction, which stores the whole result on the server before the first chunk and
-    then costs a round trip per chunk (docs/performance.md, 3 December)."""
-    sql, params = queryset.query.sql_with_params()
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        while chunk := cursor.fetchmany(CHUNK):
-            yield from chunk
-
-
-def _plain(queryset) -> list[tuple]:
-    """The rows of a query of plain columns as the driver gives them (Django's per-row
-    converters cost more than reading 100,000 rows)."""
-    sql, params = queryset.query.sql_with_params()
-    with connection.cursor() as cursor:
-        cursor.execute(sql, params)
-        return cursor.fetchall()
