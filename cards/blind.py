@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.core.exceptions import PermissionDenied
-from django.db.models import Max, Min
+from django.db.models import Count, Max, Min
 from django.utils.translation import gettext_lazy
 
 from cards.annotators import Annotator
@@ -159,7 +159,13 @@ def blind_state(*, runs: Collection[Run]) -> tuple:
         return ()
     return (
         *((p.pk, p.blind_review, p.blind_since) for p in projects.values()),
-        Unblinding.objects.filter(run__in=list(runs)).aggregate(m=Max("id"))["m"],
+        # Counted too: an id is given at insert, and an unblinding may commit after a
+        # later one (cards.run_writes); unblindings are few.
+        tuple(
+            Unblinding.objects.filter(run__in=list(runs))
+            .aggregate(m=Max("id"), n=Count("id"))
+            .values()
+        ),
         tuple(
             Membership.objects.filter(project__in=list(projects), role__in=[Role.LEAD, Role.ADMIN])
             .order_by("user_id")

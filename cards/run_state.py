@@ -12,11 +12,12 @@ import hashlib
 from collections.abc import Callable, Sequence
 
 from django.core.cache import cache
-from django.db.models import Exists, OuterRef, QuerySet, Subquery
+from django.db.models import Count, Exists, OuterRef, QuerySet, Subquery
 
 from cards.annotators import Roster, roster_of
 from cards.blind import blind_state
 from cards.models import Claim, ClaimRevision, ResponseReview, VerdictRevision
+from cards.run_writes import writes_settled
 from evidence.models import Membership, Project, Snapshot
 from replay.models import Response, Run
 
@@ -28,27 +29,35 @@ def runs_version(*, runs: Sequence[Run]) -> tuple:
     snapshot to their project (a cited passage may drift), or anything that decides which
     verdicts were blind (consensus and agreement count those).
 
-    Rows are append-only, so the newest ids say everything about what changed. Each is
+    Rows are append-only, so the newest ids say everything about what changed, once no
+    write that took a lower id is still to commit (`cards.run_writes`). Each is
     read as the first row, walking the table's primary key backwards, that belongs to
     one of the runs (an EXISTS per row, so that SQLite too walks the key rather than every
     row of the runs): under a millisecond, where a MAX over the join read every verdict
-    of both runs (0.3 s for two runs of 10,000 cases). One query; two more in a blind
-    project.
+    of both runs (0.3 s for two runs of 10,000 cases). One query, and on PostgreSQL one
+    before it that waits for the writes in flight; two more in a blind project.
     """
     pks = [run.pk for run in runs]
     claims = Claim.objects.filter(pk=OuterRef("claim_id"), response__run__in=pks)
     responses = Response.objects.filter(pk=OuterRef("response_id"), run__in=pks)
-    # The four in one statement, one round trip: a row of the runs' project carries them.
-    newest = (
-        Project.objects.filter(pk=runs[0].project_id)
-        .values_list(
-            _newest(ClaimRevision.objects.filter(Exists(claims))),
-            _newest(VerdictRevision.objects.filter(Exists(claims))),
-            _newest(ResponseReview.objects.filter(Exists(responses))),
-            _newest(Snapshot.objects.filter(project_id=runs[0].project_id)),
+    snapshots = Snapshot.objects.filter(project_id=runs[0].project_id).order_by()
+    # An id is given at insert, not at commit: the newest ids say everything only once no
+    # write to the runs is in flight (cards.run_writes), which PostgreSQL waits for here.
+    with writes_settled(pks):
+        # The five in one statement, one round trip: a row of the runs' project carries them.
+        newest = (
+            Project.objects.filter(pk=runs[0].project_id)
+            .values_list(
+                _newest(ClaimRevision.objects.filter(Exists(claims))),
+                _newest(VerdictRevision.objects.filter(Exists(claims))),
+                _newest(ResponseReview.objects.filter(Exists(responses))),
+                # Snapshots arrive with imports, whose transactions last: rather than wait
+                # for them, their count changes when one commits late.
+                _newest(snapshots),
+                Subquery(snapshots.values("project_id").annotate(n=Count("id")).values("n")),
+            )
+            .get()
         )
-        .get()
-    )
     return (*newest, *blind_state(runs=runs))
 
 

@@ -17,6 +17,7 @@ from django.utils.translation import gettext
 from cards.chain import claim_revision
 from cards.models import Claim, ClaimKind, ClaimRevision, Origin
 from cards.rules import refs_for_spans
+from cards.run_writes import lock_for_write, ordered
 from cards.selectors import citable_refs
 from cards.services.guards import (
     ChainHead,
@@ -119,8 +120,12 @@ def claim_create(
         list(dict.fromkeys(gaps)),
     )
     _check_links(response, facts=facts, gaps=gaps, citations=citations)
-    # Lock the response's claim list so two splits at once get distinct keys and positions.
-    Response.objects.select_for_update(of=("self",)).filter(pk=response.pk).first()
+    # Lock the response's claim list so two splits at once get distinct keys and positions
+    # (SQLite needs no lock: one writer at a time), announcing the write to its run.
+    if ordered():
+        lock_for_write(
+            "replay_response", run_column="run_id", where="id = %s", params=[response.pk]
+        )
     existing = list(Claim.objects.filter(response=response).values_list("key", "position"))
     keys = {key for key, _ in existing}
     # c1, c2, …: one past the highest number in use (imported claims may be named c0, c1).

@@ -19,8 +19,8 @@ from django.db import connection
 from django.utils.translation import gettext
 
 from cards.models import Claim, ClaimRevision, VerdictRevision
+from cards.run_writes import announce_write, lock_for_write
 from evidence.models import Membership
-from evidence.rows import prepared_cursor
 
 BLANK = re.compile(r"^\s*$")
 
@@ -48,6 +48,7 @@ def identity(claim: Claim) -> dict[str, str]:
 
 def lock_claim(claim_pk: int) -> tuple[Claim, ChainHead]:
     """The claim, locked until the transaction ends, and the head of its chain."""
+    announce_write(claim_pk=claim_pk)  # before its row lock (cards.run_writes)
     claim = (
         Claim.objects.select_for_update(of=("self",))
         .select_related("response__run__project", "response__case", "response__expectation")
@@ -82,10 +83,15 @@ def lock_claim_row(claim_pk: int) -> None:
     """
     if not connection.features.has_select_for_update:
         return
-    with prepared_cursor() as cursor:
-        cursor.execute("SELECT 1 FROM cards_claim WHERE id = %s FOR UPDATE", [claim_pk])
-        if cursor.fetchone() is None:
-            raise Claim.DoesNotExist("No such claim.")
+    # The write is announced to the claim's run in the same statement (cards.run_writes).
+    if not lock_for_write(
+        "cards_claim c JOIN replay_response r ON r.id = c.response_id",
+        run_column="r.run_id",
+        where="c.id = %s",
+        params=[claim_pk],
+        of="c",
+    ):
+        raise Claim.DoesNotExist("No such claim.")
 
 
 def refuse_non_member(membership: Membership | None, *, lead: bool = False) -> None:

@@ -42,6 +42,7 @@ from cards.models import ClaimRevision, ClaimTally, ResponseTally, RunTally, Ver
 from cards.prechecks import ClaimFacts, PassageFacts, ResponseFacts, claim_prechecks
 from cards.progress import is_reviewed
 from cards.rules import default_association
+from cards.run_writes import lock_for_write, ordered
 from cards.verdicts import Source
 from evidence.canonical import compact_str
 from evidence.models import Passage
@@ -136,8 +137,11 @@ def lock_response_tally(*, response: Response) -> None:
     the same order, or the row would keep the older mark's answer. SQLite needs no lock
     (one writer at a time).
     """
-    if connection.features.has_select_for_update:
-        list(ResponseTally.objects.select_for_update().filter(response=response).values("pk"))
+    if ordered():  # the write announced to its run in the same statement (cards.run_writes)
+        lock_for_write(
+            "cards_responsetally", run_column="run_id", where="response_id = %s",
+            params=[response.pk],
+        )  # fmt: skip
 
 
 def response_reviewed(*, response: Response, complete: bool) -> None:
