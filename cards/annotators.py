@@ -8,11 +8,11 @@ shows an annotator's name or reads one typed by a person goes through a `Roster`
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from django.db.models import CharField, Value
+from django.db.models import CharField, Max, QuerySet, Value
 
 from cards.models import Origin, VerdictRevision
 from evidence.models import Membership
@@ -79,21 +79,51 @@ def roster_of(*, runs: Sequence[Run]) -> Roster:
     One query. Members count even before they label anything, so that a name does not
     change meaning the day its account saves a first verdict.
     """
-    members = Membership.objects.filter(
-        project_id__in={run.project_id for run in runs}
-    ).values_list("user__username", Value(MEMBER, output_field=CharField()))
-    labelled = (
-        VerdictRevision.objects.filter(claim__response__run__in=[run.pk for run in runs])
-        .order_by()  # the model's ordering has no place in a union
+    return roster_from(_members(runs).union(_labelled(runs)))  # without ALL: distinct rows
+
+
+def labelled_since(*, runs: Sequence[Run], after: int) -> list[tuple[str, str, int]]:
+    """(name, origin, newest id) of each author of the runs' verdicts with an id above
+    `after`: what `roster_of` reads, from a known id on (one query, by the primary key
+    from that id)."""
+    return list(
+        _labelled(runs)
+        .filter(pk__gt=after)
         .values_list("annotator", "origin")
+        .annotate(newest=Max("pk"))
+        .values_list("annotator", "origin", "newest")
     )
+
+
+def roster_with(*, runs: Sequence[Run], labelled: Iterable[tuple[str, str]]) -> Roster:
+    """`roster_of` from the (name, origin) pairs of the runs' verdicts, read before, and
+    the project's members, read now (one query)."""
+    return roster_from([*_members(runs), *labelled])
+
+
+def roster_from(rows: Iterable[tuple[str, str]]) -> Roster:
+    """The roster of (name, origin) rows: members (`MEMBER`) and verdicts' authors."""
     accounts, annotators = set(), set()
-    for name, origin in members.union(labelled):  # a union without ALL: distinct rows
+    for name, origin in rows:
         if origin != Origin.IMPORTED:
             accounts.add(name)  # a former member's verdicts are still an account's
         if origin in {Origin.REVIEW, Origin.IMPORTED}:  # a lead settling is not a label
             annotators.add(Annotator.of(annotator=name, origin=origin))
     return Roster(frozenset(accounts), tuple(sorted(annotators)))
+
+
+def _members(runs: Sequence[Run]) -> QuerySet:
+    return Membership.objects.filter(project_id__in={run.project_id for run in runs}).values_list(
+        "user__username", Value(MEMBER, output_field=CharField())
+    )
+
+
+def _labelled(runs: Sequence[Run]) -> QuerySet:
+    return (
+        VerdictRevision.objects.filter(claim__response__run__in=[run.pk for run in runs])
+        .order_by()  # the model's ordering has no place in a union
+        .values_list("annotator", "origin")
+    )
 
 
 def annotators_of(*, run: Run) -> list[str]:
