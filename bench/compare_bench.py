@@ -19,10 +19,11 @@ wall and CPU time of this process:
   `run_metrics` of both runs (what the comparison cost before it read its own rows);
 - the side-by-side page (20 pairs per page), rendered in-process through Django's
   test client, in the order a person meets it: the first view after the runs'
-  state changed (the cache emptied: nothing of this comparison is stored), then a
-  page not shown yet, the same page again, and the first view of a filter
-  (`show=regressions`); the first view for the default source; and the case page of
-  one case, for scale.
+  state changed (the cache emptied: nothing of this comparison is stored, so the page
+  shows its pairs and loads its summary after), the summary it loads (HTMX: this is
+  where the runs are compared), then a page not shown yet, the same page again, and
+  the first view of a filter (`show=regressions`); the first view and the summary for
+  the default source; and the case page of one case, for scale.
 """
 
 from __future__ import annotations
@@ -66,9 +67,11 @@ def measure(n: int, runs: int) -> None:
         comparison = computed_comparison(run_a=run_a, run_b=run_b, source=Source())
         json.dumps(comparison.as_json())
 
-    def page(source: str = "consensus", **query: str):
-        url = f"/p/bench/compare/?a={RUN_A}&b={RUN_B}&source={source}"
-        return page_of(client, url + "".join(f"&{key}={value}" for key, value in query.items()))
+    def page(source: str = "consensus", *, summary: bool = False, **query: str):
+        path = "/p/bench/compare/summary/" if summary else "/p/bench/compare/"
+        url = f"{path}?a={RUN_A}&b={RUN_B}&source={source}"
+        url += "".join(f"&{key}={value}" for key, value in query.items())
+        return page_of(client, url, htmx=summary)
 
     pages = -(-n // 20)  # 20 pairs per page
     middle = str(max(pages // 2, min(pages, 2)))  # a page in the middle, not the first
@@ -80,10 +83,12 @@ def measure(n: int, runs: int) -> None:
         "stored": stored_json,
         "computed": computed_json,
         "first": page(),
+        "summary": page(summary=True),
         "another": page(page=middle),
         "again": page(),
         "filter": page(show="regressions"),
         "first_default": page("default"),
+        "summary_default": page("default", summary=True),
         "case": page_of(client, f"/p/bench/runs/{RUN_A}/cases/case-0/"),
     }
     timers = {name: Timer() for name in figures}
@@ -100,10 +105,12 @@ def measure(n: int, runs: int) -> None:
         "stored": "default source: compare_runs + JSON (stored figures)",
         "computed": "default source: computed_comparison + JSON (before)",
         "first": "page 1, first view after a change (nothing cached)",
+        "summary": "its summary, loaded after it (compares the runs)",
         "another": f"page {middle}, not shown before",
         "again": "page 1 again",
         "filter": "regressions only, first view of the filter",
         "first_default": "default source: page 1, first view after a change",
+        "summary_default": "default source: its summary, loaded after it",
         "case": "case page, for scale",
     }
     # The default source's rows against its own floor (it reads other rows), the rest
@@ -130,11 +137,12 @@ def measure(n: int, runs: int) -> None:
     )
 
 
-def page_of(client, url: str):
-    """A GET of `url` that must answer 200."""
+def page_of(client, url: str, *, htmx: bool = False):
+    """A GET of `url` that must answer 200 (as HTMX asks, with `htmx`)."""
+    headers = {"HTTP_HX_REQUEST": "true"} if htmx else {}
 
     def get() -> None:
-        response = client.get(url)
+        response = client.get(url, **headers)
         if response.status_code != 200:
             raise RuntimeError(f"{url} answered {response.status_code}")
 

@@ -12,7 +12,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from django.db.models import CharField, Max, QuerySet, Value
+from django.db.models import CharField, QuerySet, Value
 
 from cards.models import Origin, VerdictRevision
 from evidence.models import Membership
@@ -79,26 +79,13 @@ def roster_of(*, runs: Sequence[Run]) -> Roster:
     One query. Members count even before they label anything, so that a name does not
     change meaning the day its account saves a first verdict.
     """
-    return roster_from(_members(runs).union(_labelled(runs)))  # without ALL: distinct rows
+    return roster_from(members(runs).union(_labelled(runs)))  # without ALL: distinct rows
 
 
-def labelled_since(*, runs: Sequence[Run], after: int) -> list[tuple[str, str, int]]:
-    """(name, origin, newest id) of each author of the runs' verdicts with an id above
-    `after`: what `roster_of` reads, from a known id on (one query, by the primary key
-    from that id)."""
-    return list(
-        _labelled(runs)
-        .filter(pk__gt=after)
-        .values_list("annotator", "origin")
-        .annotate(newest=Max("pk"))
-        .values_list("annotator", "origin", "newest")
-    )
-
-
-def roster_with(*, runs: Sequence[Run], labelled: Iterable[tuple[str, str]]) -> Roster:
-    """`roster_of` from the (name, origin) pairs of the runs' verdicts, read before, and
-    the project's members, read now (one query)."""
-    return roster_from([*_members(runs), *labelled])
+def labelled_between(*, runs: Sequence[Run], after: int, upto: int) -> list[tuple[str, str]]:
+    """What `roster_of` reads (the members' rows and each author's), of the verdicts with
+    an id above `after` and up to `upto` only: one query, by the primary key."""
+    return list(members(runs).union(_labelled(runs).filter(pk__gt=after, pk__lte=upto)))
 
 
 def roster_from(rows: Iterable[tuple[str, str]]) -> Roster:
@@ -112,7 +99,8 @@ def roster_from(rows: Iterable[tuple[str, str]]) -> Roster:
     return Roster(frozenset(accounts), tuple(sorted(annotators)))
 
 
-def _members(runs: Sequence[Run]) -> QuerySet:
+def members(runs: Sequence[Run]) -> QuerySet:
+    """(username, `MEMBER`) of each member of the runs' project."""
     return Membership.objects.filter(project_id__in={run.project_id for run in runs}).values_list(
         "user__username", Value(MEMBER, output_field=CharField())
     )

@@ -14,7 +14,7 @@ from collections.abc import Callable, Sequence
 from django.core.cache import cache
 from django.db.models import Count, Exists, OuterRef, QuerySet, Subquery
 
-from cards.annotators import Roster, labelled_since, roster_with
+from cards.annotators import MEMBER, Roster, labelled_between, members, roster_from, roster_of
 from cards.blind import blind_state
 from cards.models import Claim, ClaimRevision, ResponseReview, VerdictRevision
 from cards.run_writes import writes_settled
@@ -65,7 +65,14 @@ def _newest(rows: QuerySet) -> Subquery:
     return Subquery(rows.order_by("-id").values("id")[:1])
 
 
-def runs_state(*, runs: Sequence[Run], scope: str) -> str:
+class RunsState(str):
+    """A state (`runs_state`), which also tells the newest verdict id of the runs when it
+    was read: every verdict up to it had committed (`grown_roster` reads up to it)."""
+
+    verdicts_upto: int | None = None
+
+
+def runs_state(*, runs: Sequence[Run], scope: str) -> RunsState:
     """The key part every cached read of these runs in `scope` shares (two queries, two
     more in a blind project): their version and the project's members, who decide what a
     name means (`cards.annotators`)."""
@@ -75,8 +82,11 @@ def runs_state(*, runs: Sequence[Run], scope: str) -> str:
         .order_by("user__username")
         .values_list("user__username", flat=True)
     )
-    state = repr((identity, runs_version(runs=runs), members))
-    return f"{scope}:" + hashlib.sha256(state.encode()).hexdigest()
+    version = runs_version(runs=runs)
+    state = repr((identity, version, members))
+    kept_state = RunsState(f"{scope}:" + hashlib.sha256(state.encode()).hexdigest())
+    kept_state.verdicts_upto = version[1]  # runs_version's second: the newest verdict
+    return kept_state
 
 
 def _identity(runs: Sequence[Run]) -> tuple:
@@ -101,27 +111,27 @@ _MISSING = object()
 def roster_for(*, runs: Sequence[Run], state: str) -> Roster:
     """`roster_of` the runs, kept per state; in a new state, grown from what was read in
     an earlier one (`grown_roster`)."""
-    return kept(state=state, part="roster", compute=lambda: grown_roster(runs=runs))
+    upto = getattr(state, "verdicts_upto", None)
+    return kept(state=state, part="roster", compute=lambda: grown_roster(runs=runs, upto=upto))
 
 
-def grown_roster(*, runs: Sequence[Run]) -> Roster:
-    """`roster_of` the runs, reading only the verdicts saved since it was last read.
+def grown_roster(*, runs: Sequence[Run], upto: int | None) -> Roster:
+    """`roster_of` the runs, reading only the verdicts saved since it was last read, up to
+    `upto`, the newest verdict id of the runs when their state was read (every verdict up
+    to it had committed then, `cards.run_writes`); None reads them all.
 
     Every verdict of the runs (100,000 for two runs of 10,000 cases × 5 claims) took
     0.14 s to read, in each new state, that is after every save. What was read is kept
-    under the runs alone: the (name, origin) of each author and the newest id read. A
-    verdict is never changed or deleted, so only those above that id are read again, by
-    the primary key, while no write to the runs is in flight (`cards.run_writes`): every
-    id below the newest then read is committed, and none is missed. The members are
-    read each time (one query); a new one changes the state anyway.
+    under the runs alone: the (name, origin) of each author, and up to which id. A verdict
+    is never changed or deleted, so only those above that id are read again, by the
+    primary key, with the members, in one query as `roster_of`.
     """
-    identity = hashlib.sha256(repr(_identity(runs)).encode()).hexdigest()
-    key = f"roster-read:{identity}"
-    upto, labelled = cache.get(key) or (0, frozenset())
-    with writes_settled([run.pk for run in runs]):
-        since = labelled_since(runs=runs, after=upto)
-    if since:
-        labelled = labelled | {(name, origin) for name, origin, _ in since}
-        upto = max(upto, *(newest for *_, newest in since))
+    if upto is None:
+        return roster_of(runs=runs)
+    key = "roster-read:" + hashlib.sha256(repr(_identity(runs)).encode()).hexdigest()
+    read, labelled = cache.get(key) or (0, frozenset())
+    rows = labelled_between(runs=runs, after=read, upto=upto) if upto > read else members(runs)
+    if upto > read:
+        labelled = labelled | {row for row in rows if row[1] != MEMBER}
         cache.set(key, (upto, labelled), TIMEOUT)
-    return roster_with(runs=runs, labelled=labelled)
+    return roster_from([*rows, *labelled])

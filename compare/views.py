@@ -2,15 +2,18 @@
 
 from __future__ import annotations
 
+from urllib.parse import urlencode
+
 from django.http import HttpResponse
 from django.shortcuts import render
+from django.urls import reverse
 from django.views.decorators.http import require_GET
 
 from cards.blind import require_unblinded
 from cards.models import Diagnosis
 from cards.run_state import roster_for
 from cards.verdicts import Source
-from compare.pages import compared_page, comparison_state
+from compare.pages import compared_page, compared_summary, comparison_state
 from compare.rows import metadata_rows
 from evidence.access import membership_for
 from evidence.http import HtmxHttpRequest
@@ -19,6 +22,18 @@ from replay.models import Run
 
 @require_GET
 def run_compare(request: HtmxHttpRequest, slug: str) -> HttpResponse:
+    """The page: a page of pairs, with the summary when it is known (else loaded after)."""
+    return _compare(request, slug, summary_now=False)
+
+
+@require_GET
+def run_compare_summary(request: HtmxHttpRequest, slug: str) -> HttpResponse:
+    """The summary of the page (the band, the figures of both runs, the offer of imported
+    verdicts): the fragment for HTMX, else the page with it, compared now if need be."""
+    return _compare(request, slug, summary_now=True)
+
+
+def _compare(request: HtmxHttpRequest, slug: str, *, summary_now: bool) -> HttpResponse:
     membership = membership_for(user=request.user, slug=slug)
     require_unblinded(membership)
     project = membership.project
@@ -39,21 +54,43 @@ def run_compare(request: HtmxHttpRequest, slug: str) -> HttpResponse:
     roster = roster_for(runs=[run_a, run_b], state=state)
     source = Source.parse(request.GET.get("source"), roster=roster)
     show = request.GET.get("show", "all")
+    if summary_now and request.htmx:
+        summary = compared_summary(
+            run_a=run_a, run_b=run_b, roster=roster, source=source, state=state
+        )
+        context |= _summary_context(summary, source)
+        return render(request, "compare/compare.html#summary", context)
     compared = compared_page(
         run_a=run_a, run_b=run_b, roster=roster, source=source, state=state, show=show,
         page_number=request.GET.get("page"),
     )  # fmt: skip
+    summary = compared.summary
+    if summary is None and summary_now:
+        summary = compared_summary(
+            run_a=run_a, run_b=run_b, roster=roster, source=source, state=state
+        )
+    query = urlencode({"a": run_a.run_id, "b": run_b.run_id, "source": source.label})
     context |= {
-        "comparison": compared.summary,
+        "compared": True,
         "source": source,
-        "offer": compared.summary.offer,
         "show": show,
         "page": compared.page,
         "rows": compared.rows,
-        "summary": compared.summary.band,
         "metadata": metadata_rows(run_a, run_b),
         "annotators": roster.names,
         "diagnoses": Diagnosis.choices,
-        "figure_rows": compared.summary.figure_rows,
+        "summary_url": reverse("run_compare_summary", args=[project.slug]) + "?" + query,
     }
+    if summary is not None:
+        context |= _summary_context(summary, source)
     return render(request, "compare/compare.html", context)
+
+
+def _summary_context(summary, source: Source) -> dict:
+    return {
+        "comparison": summary,
+        "source": source,
+        "offer": summary.offer,
+        "summary": summary.band,
+        "figure_rows": summary.figure_rows,
+    }

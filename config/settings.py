@@ -183,6 +183,10 @@ DB_PREPARED_STATEMENTS = env_bool("DB_PREPARED_STATEMENTS", True)
 FRAGMENT_CACHE_ENTRIES = env_int("FRAGMENT_CACHE_ENTRIES", 20_000)
 # Responses whose frozen rows (retrieved passages, citations) a process keeps: ~60 KB each.
 FROZEN_ROWS_ENTRIES = env_int("FROZEN_ROWS_ENTRIES", 500)
+# Pairs up to which the side-by-side page's first view compares the runs before it answers
+# (compare.pages): about 45 ms of comparing at 500. Above, it shows its pairs at once and
+# loads the summary after.
+COMPARE_INLINE_PAIRS = env_int("COMPARE_INLINE_PAIRS", 500)
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 # Django's ModelBackend but for the read of the logged-in user on each request (SQL, not

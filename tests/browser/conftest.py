@@ -88,6 +88,9 @@ class LiveServer:
 def _serve(request, tmp_path_factory, *, debug: bool) -> Iterator[LiveServer]:
     base = os.environ.get("DATABASE_URL", "")
     env = {**os.environ, "DEBUG": "1" if debug else "0", "DEMO_PASSWORD": DEMO_PASSWORD}
+    # Every side-by-side page counts as large: its summary loads after the page, as it does
+    # for runs of thousands of cases (compare.pages), so the browser tests take that path.
+    env["COMPARE_INLINE_PAIRS"] = "0"
     if not debug:
         # As production runs it: a real secret (manage.py would otherwise assume a
         # development machine and turn DEBUG on) and named hosts. Static files come

@@ -361,6 +361,7 @@ def test_without_blind_review_a_reviewer_sees_every_verdict(
         "/p/demo/runs/q017-r3/figures.csv?source=annotator:bob",
         "/p/demo/runs/q017-r3/figures.json?source=annotator:bob",
         "/p/demo/compare/?a=q017-r3&b=q017-r3&source=annotator:bob",
+        "/p/demo/compare/summary/?a=q017-r3&b=q017-r3&source=annotator:bob",
         "/p/demo/runs/q017-r3/disagreements/",
     ],
 )

@@ -187,3 +187,83 @@ def test_a_page_takes_the_same_number_of_queries_whatever_the_size(project):
             page_view(run_a, run_b, CONSENSUS)
         counts[pair] = (len(first), len(again))
     assert counts[("s1", "s2")] == counts[("b1", "b2")]
+
+
+# --- large runs: the pairs first, the summary after -----------------------------------------
+
+
+@pytest.fixture
+def large(settings):
+    """The mixed runs' 45 pairs count as many: a first view does not wait for the summary."""
+    from django.core.cache import cache
+
+    settings.COMPARE_INLINE_PAIRS = 10
+    cache.clear()
+
+
+def test_the_first_view_of_large_runs_shows_every_page_of_pairs_without_comparing(
+    mixed_runs, large, monkeypatch
+):
+    run_a, run_b = mixed_runs
+    expected = [fresh_view(run_a, run_b, SEED, "all", page) for page in (1, 2, 3)]
+
+    def refuse(**kwargs):
+        raise AssertionError("compared the whole runs")
+
+    monkeypatch.setattr(pages, "compare_runs", refuse)
+    state = comparison_state(run_a=run_a, run_b=run_b)
+    roster = roster_for(runs=[run_a, run_b], state=state)
+    for page, fresh in zip((1, 2, 3), expected, strict=True):
+        compared = compared_page(
+            run_a=run_a, run_b=run_b, roster=roster, source=SEED, state=state, show="all",
+            page_number=page,
+        )  # fmt: skip
+        assert compared.summary is None
+        assert [row["pair"].as_json() for row in compared.rows] == fresh["pairs"], page
+        assert compared.page.paginator.num_pages == fresh["pages"]
+
+
+@pytest.mark.parametrize("show", [s for s in SHOWN if s not in ("all", "something-else")])
+def test_a_filter_of_large_runs_compares_at_once(mixed_runs, large, show):
+    run_a, run_b = mixed_runs
+    assert page_view(run_a, run_b, SEED, show) == fresh_view(run_a, run_b, SEED, show)
+
+
+def test_the_summary_of_large_runs_is_compared_then_shown_with_the_pairs(mixed_runs, large):
+    run_a, run_b = mixed_runs
+    state = comparison_state(run_a=run_a, run_b=run_b)
+    roster = roster_for(runs=[run_a, run_b], state=state)
+    summary = pages.compared_summary(
+        run_a=run_a, run_b=run_b, roster=roster, source=SEED, state=state
+    )
+    fresh = fresh_view(run_a, run_b, SEED)
+    assert summary.band == fresh["band"]
+    assert page_view(run_a, run_b, SEED) == fresh  # the summary kept, shown with the pairs
+
+
+def test_the_page_of_large_runs_loads_its_summary_from_its_own_url(
+    client, reviewer, mixed_runs, large
+):
+    from django.urls import reverse
+
+    client.force_login(reviewer)
+    query = {"a": "r1", "b": "r2", "source": SEED.label}
+    first = client.get(reverse("run_compare", args=["demo"]), query)
+    content = first.content.decode()
+    assert first.status_code == 200 and "comparison" not in first.context
+    summary_url = first.context["summary_url"]
+    assert f'hx-get="{summary_url.replace("&", "&amp;")}"' in content
+    assert "pairs comparable" not in content and "case-0" in content
+    fragment = client.get(summary_url, HTTP_HX_REQUEST="true")
+    assert fragment.status_code == 200
+    text = fragment.content.decode()
+    assert "pairs comparable" in text and "<html" not in text and 'id="summary"' in text
+    assert "case-0" not in text  # the band and the figures, not the pairs
+    band = fresh_view(*runs(), SEED)["band"]
+    assert f"<strong>{band['comparable']}</strong> of {band['pairs']} pairs" in text
+    # Without JavaScript the link opens the page with its summary.
+    whole = client.get(summary_url).content.decode()
+    assert "pairs comparable" in whole and "case-0" in whole and "<html" in whole
+    # Kept: the next view shows it at once.
+    again = client.get(reverse("run_compare", args=["demo"]), query)
+    assert again.context["summary"] == band and "hx-trigger" not in again.content.decode()

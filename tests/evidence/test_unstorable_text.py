@@ -42,6 +42,7 @@ def test_a_nul_in_the_path_is_not_found(signed_in, url):
         "/p/demo/work/?status=%00",
         f"{RUN}/figures/?source=%00",
         "/p/demo/compare/?a=q017-r1&b=%00",
+        "/p/demo/compare/summary/?a=q017-r1&b=q017-r2&source=%00",
         "/p/demo/audit/?run=%00",
         "/p/demo/work/?%00=1",
     ],

@@ -88,6 +88,7 @@ PROJECT_URLS = {
     "p/<slug:slug>/members/": "/p/demo/members/",
     "p/<slug:slug>/settings/": "/p/demo/settings/",
     "p/<slug:slug>/compare/": "/p/demo/compare/?a=q017-r1&b=q017-r2",
+    "p/<slug:slug>/compare/summary/": "/p/demo/compare/summary/?a=q017-r1&b=q017-r2",
     "p/<slug:slug>/drift/": "/p/demo/drift/",
     "p/<slug:slug>/audit/": "/p/demo/audit/",
     "p/<slug:slug>/audit/export/": "/p/demo/audit/export/",
