@@ -18,7 +18,8 @@ measures, median of the runs:
 - the dashboard page (`/p/bench/runs/RUN/figures/`), rendered in-process through
   Django's test client with a logged-in member, p50 of the runs, with the consensus
   source and the default one: with the cache as a view leaves it, and after the cache
-  is emptied (a new state of the run: everything the page keeps computed again); its
+  is emptied (a new state of the run: everything the page keeps computed again), and,
+  for the default source, after a real write (a review mark: the state before kept); its
   agreement panel (`figures/agreement/`, loaded by htmx after the page) computed (cache
   emptied first) and kept;
 - the default source (issue 12): `streamed_run_metrics`, computed from the revisions
@@ -36,6 +37,7 @@ from __future__ import annotations
 
 from bundles import project_with, rated_bundle, stored_project
 from harness import (
+    Timer,
     database_name,
     in_process_main,
     interleaved,
@@ -121,6 +123,19 @@ def measure(n: int, runs: int) -> None:
         default_page()
 
     timers["default_page_new"] = timed(default_page_new_state, runs)
+    from django.contrib.auth.models import User
+
+    from cards.services.reviews import response_mark_complete
+    from replay.models import Response
+
+    lead = User.objects.get(username="bench-lead")
+    marked = Response.objects.filter(run=run).order_by("pk").first()
+    written = Timer()
+    for _ in range(runs):
+        default_page()  # what the state before keeps is kept, as in a running server
+        response_mark_complete(response=marked, author=lead)  # a real write: a new state
+        written.time(default_page, count_queries=True)
+    timers["default_page_written"] = written
 
     def agreement() -> None:
         response = client.get(
@@ -147,6 +162,7 @@ def measure(n: int, runs: int) -> None:
         "page": "dashboard page, consensus, kept (in-process)",
         "default_page": "dashboard page, default source (in-process)",
         "default_page_new": "dashboard page, default source, new state (in-process)",
+        "default_page_written": "dashboard page, default source, after a review mark",
         "agreement_new": "agreement panel, new state: computed (in-process)",
         "agreement": "agreement panel, kept (in-process)",
     }
