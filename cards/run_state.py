@@ -94,6 +94,12 @@ def _identity(runs: Sequence[Run]) -> tuple:
     return tuple((run.pk, run.imported_at) for run in runs)
 
 
+def runs_key(*, runs: Sequence[Run], part: str) -> str:
+    """A cache key for what depends on the runs alone, or grows with them, whatever their
+    state (the order of a comparison's pairs, the roster read so far)."""
+    return f"{part}:" + hashlib.sha256(repr(_identity(runs)).encode()).hexdigest()
+
+
 def kept[T](*, state: str, part: str, compute: Callable[[], T]) -> T:
     """What `compute` gives for the runs in this state, from the cache when it was asked in
     this state before (None included)."""
@@ -128,7 +134,9 @@ def grown_roster(*, runs: Sequence[Run], upto: int | None) -> Roster:
     """
     if upto is None:
         return roster_of(runs=runs)
-    key = "roster-read:" + hashlib.sha256(repr(_identity(runs)).encode()).hexdigest()
+    key = runs_key(runs=runs, part="roster-read")
+    # Read further already (by a later state): what was read then, as `roster_of` would
+    # read it now (both may hold authors newer than this state, which is then stale).
     read, labelled = cache.get(key) or (0, frozenset())
     rows = labelled_between(runs=runs, after=read, upto=upto) if upto > read else members(runs)
     if upto > read:

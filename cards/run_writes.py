@@ -29,10 +29,13 @@ from evidence.rows import prepared_cursor
 LOCKS = 0x45565252  # the advisory locks' first key: this application's writes to runs
 
 
+KEYS = 2147483647  # the second key is a run's id modulo the int4 range: two runs sharing
+# one only wait for each other's writes a little more often
+
+
 def run_key(column: str) -> str:
-    """The second key, from a run's id (modulo the int4 range: two runs sharing a key only
-    wait for each other's writes a little more often). For statements with parameters."""
-    return f"({column}::bigint %% 2147483647)::int"
+    """The second key, from a run's id column, in a statement with parameters."""
+    return f"({column}::bigint %% {KEYS})::int"
 
 
 def shared_lock(column: str) -> str:
@@ -47,17 +50,18 @@ def ordered() -> bool:
     return connection.vendor == "postgresql"
 
 
-def announce_write(*, claim_pk: int) -> None:
-    """Before a write inserts into the claims, verdicts or review marks of the claim's run,
-    in its transaction: one statement on PostgreSQL, none on SQLite."""
+def announce_write(*, claim_pk: int | None = None, response_pk: int | None = None) -> None:
+    """Before a write inserts into the claims, verdicts or review marks of the run of this
+    claim (or response), in its transaction: one statement on PostgreSQL, none on SQLite."""
     if not ordered():
         return
+    if claim_pk is not None:
+        rows, params = "cards_claim c JOIN replay_response r ON r.id = c.response_id", [claim_pk]
+        where = "c.id = %s"
+    else:
+        rows, where, params = "replay_response r", "r.id = %s", [response_pk]
     with prepared_cursor() as cursor:
-        cursor.execute(
-            f"SELECT {shared_lock('r.run_id')} FROM cards_claim c "  # noqa: S608
-            "JOIN replay_response r ON r.id = c.response_id WHERE c.id = %s",
-            [claim_pk],
-        )
+        cursor.execute(f"SELECT {shared_lock('r.run_id')} FROM {rows} WHERE {where}", params)  # noqa: S608
 
 
 def lock_for_write(
@@ -86,11 +90,12 @@ def writes_settled(run_pks: Iterable[int]) -> Iterator[None]:
     on one server connection behind a pooler. Its wait is a statement of its own: one that
     waited inside would read from before the wait (READ COMMITTED).
     """
-    keys = sorted(set(run_pks)) if ordered() else []  # one order: no deadlock between two
+    # One order of the keys themselves for every reader: no deadlock between two.
+    keys = sorted({pk % KEYS for pk in run_pks}) if ordered() else []
     if not keys:
         yield
         return
-    locks = ", ".join(f"pg_advisory_xact_lock({LOCKS}, {run_key('%s')})" for _ in keys)
+    locks = ", ".join(f"pg_advisory_xact_lock({LOCKS}, %s)" for _ in keys)
     with transaction.atomic(savepoint=False):
         with connection.cursor() as cursor:
             cursor.execute(f"SELECT {locks}", keys)

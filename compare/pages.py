@@ -22,7 +22,6 @@ keeps it). A filter's view needs the summary (which pairs it shows): it compares
 
 from __future__ import annotations
 
-import hashlib
 from array import array
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -34,7 +33,7 @@ from django.core.paginator import Page, Paginator
 
 from cards.annotators import Roster
 from cards.oversight import ImportedOffer, imported_offer
-from cards.run_state import TIMEOUT, runs_state
+from cards.run_state import TIMEOUT, runs_key, runs_state
 from cards.stats import Proportion
 from cards.verdicts import Source
 from compare.comparison import compare_cases, compare_runs
@@ -99,12 +98,7 @@ def pair_order(*, run_a: Run, run_b: Run) -> tuple[str, ...]:
     either run answered, sorted. Kept for good under the runs' identity: a run's
     responses never change after its import (one query, 13 ms for two runs of 10,000
     cases, when it is not kept)."""
-    key = (
-        "compare-order:"
-        + hashlib.sha256(
-            repr([(run.pk, run.imported_at) for run in (run_a, run_b)]).encode()
-        ).hexdigest()
-    )
+    key = runs_key(runs=[run_a, run_b], part="compare-order")
     order = cache.get(key)
     if order is None:
         order = tuple(

@@ -69,7 +69,11 @@ def _compare(request: HtmxHttpRequest, slug: str, *, summary_now: bool) -> HttpR
         summary = compared_summary(
             run_a=run_a, run_b=run_b, roster=roster, source=source, state=state
         )
-    query = urlencode({"a": run_a.run_id, "b": run_b.run_id, "source": source.label})
+    # The same choices (the runs, the source, the filter, the page): without JavaScript,
+    # the link opens this page with its summary.
+    choices = {"a": run_a.run_id, "b": run_b.run_id, "source": source.label} | {
+        name: request.GET[name] for name in ("show", "page") if name in request.GET
+    }
     context |= {
         "compared": True,
         "source": source,
@@ -79,7 +83,8 @@ def _compare(request: HtmxHttpRequest, slug: str, *, summary_now: bool) -> HttpR
         "metadata": metadata_rows(run_a, run_b),
         "annotators": roster.names,
         "diagnoses": Diagnosis.choices,
-        "summary_url": reverse("run_compare_summary", args=[project.slug]) + "?" + query,
+        "summary_url": reverse("run_compare_summary", args=[project.slug])
+        + f"?{urlencode(choices)}",
     }
     if summary is not None:
         context |= _summary_context(summary, source)

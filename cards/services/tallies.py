@@ -42,7 +42,7 @@ from cards.models import ClaimRevision, ClaimTally, ResponseTally, RunTally, Ver
 from cards.prechecks import ClaimFacts, PassageFacts, ResponseFacts, claim_prechecks
 from cards.progress import is_reviewed
 from cards.rules import default_association
-from cards.run_writes import lock_for_write, ordered
+from cards.run_writes import announce_write, lock_for_write, ordered
 from cards.verdicts import Source
 from evidence.canonical import compact_str
 from evidence.models import Passage
@@ -137,11 +137,13 @@ def lock_response_tally(*, response: Response) -> None:
     the same order, or the row would keep the older mark's answer. SQLite needs no lock
     (one writer at a time).
     """
-    if ordered():  # the write announced to its run in the same statement (cards.run_writes)
-        lock_for_write(
-            "cards_responsetally", run_column="run_id", where="response_id = %s",
-            params=[response.pk],
-        )  # fmt: skip
+    # The write announced to its run in the same statement (cards.run_writes); by the
+    # response itself when it has no stored row yet (`response_reviewed` then makes it).
+    if ordered() and not lock_for_write(
+        "cards_responsetally", run_column="run_id", where="response_id = %s",
+        params=[response.pk],
+    ):  # fmt: skip
+        announce_write(response_pk=response.pk)
 
 
 def response_reviewed(*, response: Response, complete: bool) -> None:

@@ -44,14 +44,38 @@ def test_a_grown_roster_reads_only_what_was_saved_since(
     demo_runs, reviewer, django_assert_num_queries
 ):
     runs = [Run.objects.get(run_id="q017-r1")]
-    grown(runs)
+    before = runs_state(runs=runs, scope="test").verdicts_upto
+    grown_roster(runs=runs, upto=before)
     judge(Claim.objects.filter(response__run__in=runs).first(), reviewer, "supported")
     upto = runs_state(runs=runs, scope="test").verdicts_upto
     with django_assert_num_queries(1) as reads:  # the members and the verdicts since
         grown_roster(runs=runs, upto=upto)
-    assert '"cards_verdictrevision"."id" >' in reads.captured_queries[0]["sql"]
+    sql = reads.captured_queries[0]["sql"]
+    assert f'"cards_verdictrevision"."id" > {before}' in sql
+    assert f'"cards_verdictrevision"."id" <= {upto}' in sql
     with django_assert_num_queries(1):  # nothing new: the members only
         grown_roster(runs=runs, upto=upto)
+
+
+def test_a_state_older_than_what_was_read_is_given_what_roster_of_reads(demo_runs, reviewer):
+    """A request that read its state before another one grew the roster further (both in
+    flight at once) gets the roster as read now, as `roster_of` would give it: nothing
+    is read again."""
+    runs = [Run.objects.get(run_id="q017-r1")]
+    older = runs_state(runs=runs, scope="test").verdicts_upto
+    judge(Claim.objects.filter(response__run__in=runs).first(), member("later"), "supported")
+    grown(runs)  # the newer state grows it first
+    assert grown_roster(runs=runs, upto=older) == roster_of(runs=runs)
+
+
+def test_runs_without_a_verdict_read_the_members_only(project, reviewer):
+    from tests.conftest import import_fixture
+
+    import_fixture("pro-plan.jsonl")  # no claims, no verdicts
+    runs = [Run.objects.get(run_id="pro-plan-r1")]
+    assert runs_state(runs=runs, scope="test").verdicts_upto is None
+    assert grown(runs) == roster_of(runs=runs)
+    assert "alice" in grown(runs).accounts
 
 
 def grown(runs):

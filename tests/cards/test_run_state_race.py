@@ -13,13 +13,23 @@ read, and the figures it would key are counted.
 from __future__ import annotations
 
 import threading
+import time
 from collections.abc import Callable
 
 import pytest
 from django.db import connection, transaction
+from django.test.utils import CaptureQueriesContext
 
-from cards.models import Claim, ClaimRevision, ResponseReview, Unblinding, VerdictRevision
+from cards.models import (
+    Claim,
+    ClaimRevision,
+    ResponseReview,
+    ResponseTally,
+    Unblinding,
+    VerdictRevision,
+)
 from cards.run_state import runs_state
+from cards.run_writes import LOCKS, writes_settled
 from cards.services.claims import claim_create, claim_revise
 from cards.services.reviews import response_mark_complete, unblinding_create
 from cards.services.verdicts import verdict_save
@@ -56,6 +66,12 @@ def _mark(claim: Claim, person) -> None:
     response_mark_complete(response=claim.response, author=person)
 
 
+def _mark_untallied(claim: Claim, person) -> None:
+    """A review mark on a response without its stored row (made by the mark itself)."""
+    ResponseTally.objects.filter(response=claim.response).delete()
+    _mark(claim, person)
+
+
 def _unblind(claim: Claim, person) -> None:
     unblinding_create(run=claim.response.run, lead=person, response=claim.response)
 
@@ -71,8 +87,9 @@ WRITES: dict[str, Callable[[Claim, object], None]] = {
 
 def race[T](*, slow: Callable[[], None], fast: Callable[[], None], read: Callable[[], T]) -> T:
     """`slow` in a transaction held open in a thread of its own; meanwhile `fast` here, and
-    then `read` in a third thread (it may wait for `slow`: then `slow` is let go after a
-    second); what `read` gave."""
+    then `read` in a third thread; `slow` is let go once `read` has ended or is seen
+    waiting for a lock (so the reader reads before the slow write commits unless it
+    waits for it); what `read` gave."""
     inserted, release, errors, seen = threading.Event(), threading.Event(), [], []
 
     def slow_write() -> None:
@@ -94,7 +111,9 @@ def race[T](*, slow: Callable[[], None], fast: Callable[[], None], read: Callabl
         fast()
         reader = threading.Thread(target=lambda: seen.append(_closing(read)))
         reader.start()
-        reader.join(timeout=1)  # a reader may wait for the slow write to commit
+        deadline = time.monotonic() + 30
+        while reader.is_alive() and not _a_lock_is_awaited() and time.monotonic() < deadline:
+            time.sleep(0.01)
     finally:
         release.set()
         writer.join(timeout=30)
@@ -102,6 +121,17 @@ def race[T](*, slow: Callable[[], None], fast: Callable[[], None], read: Callabl
     assert errors == []
     assert seen, "the reader never read"
     return seen[0]
+
+
+def _a_lock_is_awaited() -> bool:
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT EXISTS (SELECT 1 FROM pg_locks WHERE NOT granted AND locktype = 'advisory'"
+            " AND classid = %s AND database = (SELECT oid FROM pg_database"
+            " WHERE datname = current_database()))",
+            [LOCKS],
+        )
+        return cursor.fetchone()[0]
 
 
 def _closing[T](read: Callable[[], T]) -> T:
@@ -161,3 +191,44 @@ def test_a_snapshot_committed_after_a_later_one_changes_the_state(project):
         read=lambda: runs_state(runs=[run], scope="figures"),
     )
     assert runs_state(runs=[run], scope="figures") != state
+
+
+# A response without its stored row is rebuilt with the whole run's rows by its mark, which
+# every other write to the run then waits for: no race to stage. Each path, that one too,
+# must still announce itself before its first row lock and its first insert.
+ORDERED = {**WRITES, "review mark, no stored row": _mark_untallied}
+
+
+@pytest.mark.parametrize("write", [name for name in ORDERED if name != "unblinding"])
+def test_every_write_announces_itself_before_it_locks_or_inserts(project, write):
+    import_fixture("pro-plan.jsonl")
+    run = Run.objects.get(run_id="pro-plan-r1")
+    person = member("writer", Role.LEAD)
+    response = Response.objects.filter(run=run).order_by("pk").first()
+    claim = claim_create(response=response, author=person, text="A claim.", spans=[[0, 4]])
+    with transaction.atomic(), CaptureQueriesContext(connection) as queries:
+        ORDERED[write](Claim.objects.get(pk=claim.pk), person)
+        with connection.cursor() as cursor:  # taken, not only asked for of no row
+            cursor.execute(
+                "SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND granted"
+                " AND mode = 'ShareLock' AND classid = %s AND pid = pg_backend_pid()",
+                [LOCKS],
+            )
+            assert cursor.fetchone()[0] == 1
+    statements = [q["sql"] for q in queries.captured_queries]
+    announced = next(
+        i for i, sql in enumerate(statements) if "pg_advisory_xact_lock_shared" in sql
+    )
+    first = next(
+        i for i, sql in enumerate(statements) if "FOR UPDATE" in sql or sql.startswith("INSERT")
+    )
+    assert announced <= first, statements[: first + 1]
+
+
+def test_readers_lock_the_keys_in_the_keys_order():
+    """Two readers must take their locks in one order, that of the keys themselves (a run's
+    id modulo the int4 range), or two could wait for each other."""
+    with CaptureQueriesContext(connection) as queries, writes_settled([2, 2**31]):
+        pass
+    [lock] = [q["sql"] for q in queries.captured_queries if "pg_advisory_xact_lock(" in q["sql"]]
+    assert lock.index(f"{LOCKS}, 1)") < lock.index(f"{LOCKS}, 2)")  # 2³¹ is key 1

@@ -201,11 +201,12 @@ def large(settings):
     cache.clear()
 
 
+@pytest.mark.parametrize("source", [SEED, Source()], ids=["annotator", "default"])
 def test_the_first_view_of_large_runs_shows_every_page_of_pairs_without_comparing(
-    mixed_runs, large, monkeypatch
+    mixed_runs, large, monkeypatch, source
 ):
     run_a, run_b = mixed_runs
-    expected = [fresh_view(run_a, run_b, SEED, "all", page) for page in (1, 2, 3)]
+    expected = [fresh_view(run_a, run_b, source, "all", page) for page in (1, 2, 3)]
 
     def refuse(**kwargs):
         raise AssertionError("compared the whole runs")
@@ -215,7 +216,7 @@ def test_the_first_view_of_large_runs_shows_every_page_of_pairs_without_comparin
     roster = roster_for(runs=[run_a, run_b], state=state)
     for page, fresh in zip((1, 2, 3), expected, strict=True):
         compared = compared_page(
-            run_a=run_a, run_b=run_b, roster=roster, source=SEED, state=state, show="all",
+            run_a=run_a, run_b=run_b, roster=roster, source=source, state=state, show="all",
             page_number=page,
         )  # fmt: skip
         assert compared.summary is None
@@ -264,6 +265,12 @@ def test_the_page_of_large_runs_loads_its_summary_from_its_own_url(
     # Without JavaScript the link opens the page with its summary.
     whole = client.get(summary_url).content.decode()
     assert "pairs comparable" in whole and "case-0" in whole and "<html" in whole
+    # A later page's link keeps the page: without JavaScript it opens that page again.
+    later = client.get(reverse("run_compare", args=["demo"]), query | {"page": "2"})
+    assert later.context["summary_url"].endswith("&page=2")
+    second = later.context["rows"][0]["pair"].case_id
+    assert second not in content  # not on page 1
+    assert second in client.get(later.context["summary_url"]).content.decode()
     # Kept: the next view shows it at once.
     again = client.get(reverse("run_compare", args=["demo"]), query)
     assert again.context["summary"] == band and "hx-trigger" not in again.content.decode()
