@@ -12,6 +12,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from fractions import Fraction
 from operator import attrgetter
 from typing import Any, NamedTuple
 
@@ -303,7 +304,7 @@ class Totals:
         self.responses = self.reviewed = self.abstentions = self.claims = 0
         self.invented = self.honest_cases = 0
         self.verdicts: Counter = Counter()
-        # name → [k, n, defined cases, sum of defined values, rows considered]
+        # name → [k, n, defined cases, how many of each defined (k, n), rows considered]
         self.sums: dict[str, list] = {}
         self.hits: dict[str, list[int]] = {}
         self.precisions: list[float] = [0.0, 0]
@@ -331,14 +332,14 @@ class Totals:
                 continue
             if claim_figure and not reviewed:
                 continue
-            acc = self.sums.setdefault(name, [0, 0, 0, 0.0, 0])
+            acc = self.sums.get(name) or self.sums.setdefault(name, new_sum())
             acc[4] += 1
             if value is None or not value.n:
                 continue
             acc[0] += value.k
             acc[1] += value.n
             acc[2] += 1
-            acc[3] += value.k / value.n
+            acc[3][value.k, value.n] += 1
         if r.get("context_precision") is not None:  # absent from claim figures alone
             self.precisions[0] += r["context_precision"]
             self.precisions[1] += 1
@@ -349,14 +350,12 @@ class Totals:
         undefined: dict[str, int] = {}
         retrieval = sorted((n for n in self.sums if "recall@" in n), key=_figure_order)
         for name in [*CLAIM_FIGURES, *retrieval]:
-            k, n, defined, total, rows = self.sums.get(name, [0, 0, 0, 0.0, 0])
+            k, n, defined, values, rows = self.sums.get(name) or new_sum()
             if name in CLAIM_FIGURES:
                 rows = self.reviewed  # every reviewed response has every claim figure
             micro[name] = Proportion(k, n)
             undefined[name] = rows - defined
-            macro[name] = (
-                {"value": round(total / defined, 4), "cases": defined} if defined else None
-            )
+            macro[name] = {"value": mean(values, defined), "cases": defined} if defined else None
         for name in sorted(self.hits, key=_figure_order):
             hits, cases = self.hits[name]
             micro[name] = Proportion(hits, cases)
@@ -379,6 +378,23 @@ class Totals:
             "micro": micro,
             "macro": macro,
         }
+
+
+def new_sum() -> list:
+    """A figure's accumulator in `Totals.sums`."""
+    return [0, 0, 0, Counter(), 0]
+
+
+def mean(values: Counter, defined: int) -> float:
+    """The macro mean of the defined values, counted as how many of each (k, n): summed
+    exactly, so the same whatever the order the responses were added or taken away in
+    (`cards.metrics` keeps a run's totals current by adding and removing responses), and
+    rounded half to even at the fourth decimal."""
+    by_n: Counter = Counter()
+    for (k, n), count in values.items():
+        by_n[n] += k * count
+    total = sum((Fraction(k, n) for n, k in by_n.items()), Fraction(0))
+    return float(round(total / defined, 4))
 
 
 def run_totals(per_response: list[dict[str, Any]]) -> dict[str, Any]:

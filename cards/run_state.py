@@ -66,10 +66,20 @@ def _newest(rows: QuerySet) -> Subquery:
 
 
 class RunsState(str):
-    """A state (`runs_state`), which also tells the newest verdict id of the runs when it
-    was read: every verdict up to it had committed (`grown_roster` reads up to it)."""
+    """A state (`runs_state`), which also tells the newest claim revision, verdict and
+    review mark ids of the runs when it was read (every row up to them had committed: what
+    is grown reads up to them, `grown_roster`, `cards.metrics.grown_run_figures`), and
+    their project's snapshots (the newest id and how many)."""
 
+    claims_upto: int | None = None
     verdicts_upto: int | None = None
+    reviews_upto: int | None = None
+    snapshots: tuple = ()
+
+    @property
+    def upto(self) -> tuple[int, int, int]:
+        """(claims_upto, verdicts_upto, reviews_upto), 0 for none."""
+        return (self.claims_upto or 0, self.verdicts_upto or 0, self.reviews_upto or 0)
 
 
 def runs_state(*, runs: Sequence[Run], scope: str) -> RunsState:
@@ -85,7 +95,9 @@ def runs_state(*, runs: Sequence[Run], scope: str) -> RunsState:
     version = runs_version(runs=runs)
     state = repr((identity, version, members))
     kept_state = RunsState(f"{scope}:" + hashlib.sha256(state.encode()).hexdigest())
-    kept_state.verdicts_upto = version[1]  # runs_version's second: the newest verdict
+    # runs_version's: the newest claim revision, verdict and review mark, the snapshots.
+    kept_state.claims_upto, kept_state.verdicts_upto, kept_state.reviews_upto = version[:3]
+    kept_state.snapshots = version[3:5]
     return kept_state
 
 

@@ -89,7 +89,9 @@ def run_figures(
         "offer": kept(
             state=state,
             part=f"offer:{source.key}",
-            compute=lambda: imported_offer(runs=[run], roster=roster, source=source),
+            compute=lambda: imported_offer(
+                runs=[run], roster=roster, source=source, upto=state.verdicts_upto
+            ),
         ),
         "annotators": annotators,
         "agreement_url": agreement_url,

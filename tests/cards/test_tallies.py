@@ -200,11 +200,13 @@ def test_the_figures_pages_read_from_the_stored_rows_are_those_computed_before(
     name = {"figures": "run_figures", "csv": "run_figures_csv", "json": "run_figures_json"}
     read: list[str] = []
 
-    def stored(*, run):
-        read.append(run.run_id)
-        return stored_run_figures(run=run)
+    stored_read = cards.metrics._stored_read
 
-    monkeypatch.setattr(cards.metrics, "stored_run_figures", stored)
+    def stored(run, *args):
+        read.append(run.run_id)
+        return stored_read(run, *args)
+
+    monkeypatch.setattr(cards.metrics, "_stored_read", stored)
     runs = Run.objects.filter(project__slug="demo")
     for run in runs:
         url = reverse(name[suffix], args=["demo", run.run_id])
