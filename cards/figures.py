@@ -389,12 +389,12 @@ def mean(values: Counter, defined: int) -> float:
     """The macro mean of the defined values, counted as how many of each (k, n): summed
     exactly, so the same whatever the order the responses were added or taken away in
     (`cards.metrics` keeps a run's totals current by adding and removing responses), and
-    rounded half to even at the fourth decimal."""
+    rounded at the fourth decimal, a half up (1/160 = 0.00625 is 0.0063)."""
     by_n: Counter = Counter()
     for (k, n), count in values.items():
         by_n[n] += k * count
     total = sum((Fraction(k, n) for n, k in by_n.items()), Fraction(0))
-    return float(round(total / defined, 4))
+    return math.floor(total * 10_000 / defined + Fraction(1, 2)) / 10_000
 
 
 def run_totals(per_response: list[dict[str, Any]]) -> dict[str, Any]:

@@ -534,7 +534,7 @@ class StoredRead:
     run: kept, to be grown by the writes that follow (`grown_run_figures`)."""
 
     upto: tuple[int, int, int]  # `RunsState.upto` of the state read (zeros: none)
-    snapshots: tuple  # `RunsState.snapshots`: another snapshot may make a cited ref drift
+    imports: tuple  # `RunsState.imports`: an import may make a cited ref drift
     claims: dict[int, StoredClaims]  # in response order
     totals: Totals
     claim_hints: Counter  # "CODE (claims)" → the current claims with that pre-check
@@ -550,7 +550,7 @@ class StoredRead:
 
 
 def _stored_read(
-    run: Run, upto: tuple[int, int, int] = (0, 0, 0), snapshots: tuple = ()
+    run: Run, upto: tuple[int, int, int] = (0, 0, 0), imports: tuple = ()
 ) -> StoredRead:
     claims = _stored_claims(run)
     totals, claim_hints = Totals(), Counter()
@@ -561,7 +561,7 @@ def _stored_read(
     drifted = _drifted(run)
     return StoredRead(
         upto=upto,
-        snapshots=snapshots,
+        imports=imports,
         claims=claims,
         totals=totals,
         claim_hints=claim_hints,
@@ -613,21 +613,21 @@ def grown_run_figures(*, run: Run, state: str) -> RunFigures:
     totals are counts, and each macro mean is summed exactly from how many responses have
     each (k, n) (`cards.figures.mean`): taking a response out and adding it back gives
     what adding every response once gives. Read whole again when nothing was kept, when
-    the project's snapshots changed (a cited ref may drift), when the state read is neither
+    the project's imports changed (a cited ref may drift), when the state read is neither
     before nor after this one, or when many responses changed.
     """
     upto = getattr(state, "upto", None)
     if upto is None:  # not a `RunsState`: nothing to grow from
         return stored_run_figures(run=run)
-    snapshots = state.snapshots  # type: ignore[attr-defined]
-    key = runs_key(runs=[run], part="figures-read")
+    imports = state.imports  # type: ignore[attr-defined]
+    key = runs_key(runs=[run], part=f"figures-read-{READ_VERSION}")
     read: StoredRead | None = cache.get(key)
-    if read is not None and read.snapshots == snapshots and _at_most(upto, read.upto):
+    if read is not None and read.imports == imports and _at_most(upto, read.upto):
         return _figures_of(run, read)  # read in this state, or a later one
-    if read is not None and read.snapshots == snapshots and _at_most(read.upto, upto):
+    if read is not None and read.imports == imports and _at_most(read.upto, upto):
         read = _grown(run, read, upto)
     else:
-        read = _stored_read(run, upto, snapshots)
+        read = _stored_read(run, upto, imports)
     cache.set(key, read, TIMEOUT)
     return _figures_of(run, read)
 
@@ -636,16 +636,24 @@ def _at_most(a: tuple[int, ...], b: tuple[int, ...]) -> bool:
     return all(x <= y for x, y in zip(a, b, strict=True))
 
 
-# More responses changed than this share of the run: the run is read whole again.
-GROW_SHARE = 0.25
+# What a kept `StoredRead` holds: another layout (a shared cache across a deploy) is
+# another key.
+READ_VERSION = 1
+# More responses changed than this share of the run, and than GROW_LEAST: read whole again.
+GROW_SHARE, GROW_LEAST = 0.25, 64
 
 
 def _grown(run: Run, read: StoredRead, upto: tuple[int, int, int]) -> StoredRead:
     changed = _changed_responses(run, read.upto, upto)
-    if len(changed) > GROW_SHARE * len(read.claims):
-        return _stored_read(run, upto, read.snapshots)
+    if len(changed) > max(GROW_LEAST, GROW_SHARE * len(read.claims)):
+        return _stored_read(run, upto, read.imports)
+    fresh = _stored_claims(run, changed)
+    if not fresh.keys() <= read.claims.keys():
+        # A response without its stored row when it was read: a review mark on it rebuilt
+        # every row of the run (`cards.services.tallies.response_reviewed`).
+        return _stored_read(run, upto, read.imports)
     accumulate = _accumulator(read.totals, read.claim_hints)
-    for pk, stored in _stored_claims(run, changed).items():
+    for pk, stored in fresh.items():
         accumulate(read.claims[pk], -1)
         accumulate(stored, 1)
         read.claims[pk] = stored
@@ -670,7 +678,9 @@ def _changed_responses(
     ]
     if not parts:
         return []
+    # No ORDER BY: the union would take the first model's ordering, on a column not read.
     rows = parts[0].union(*parts[1:]) if len(parts) > 1 else parts[0].distinct()
+    rows = rows.order_by()
     return sorted(pk for (pk,) in rows)
 
 
@@ -724,13 +734,14 @@ def stored_claim_sums(
     if responses is not None:
         rows = rows.filter(response_id__in=responses)
     sums = {**_CLAIM_SUMS, **(_HINT_SUMS if hints else {})}
+    fields = [name for name in ClaimSums._fields if name in sums]  # the rest: defaults
     return {
         pk: ClaimSums(*row)
         for pk, *row in plain_rows(
             rows.values("response_id")
             .order_by()
             .annotate(**sums)
-            .values_list("response_id", *sums)
+            .values_list("response_id", *fields)
         )
     }
 

@@ -26,8 +26,9 @@ TIMEOUT = 3600  # seconds; a new state makes new keys anyway
 
 def runs_version(*, runs: Sequence[Run]) -> tuple:
     """Changes whenever a claim, verdict or review mark is added to one of the runs, a
-    snapshot to their project (a cited passage may drift), or anything that decides which
-    verdicts were blind (consensus and agreement count those).
+    snapshot or a run to their project (an import: a cited passage may drift, in a new
+    snapshot or in passages added to one), or anything that decides which verdicts were
+    blind (consensus and agreement count those).
 
     Rows are append-only, so the newest ids say everything about what changed, once no
     write that took a lower id is still to commit (`cards.run_writes`). Each is
@@ -41,20 +42,23 @@ def runs_version(*, runs: Sequence[Run]) -> tuple:
     claims = Claim.objects.filter(pk=OuterRef("claim_id"), response__run__in=pks)
     responses = Response.objects.filter(pk=OuterRef("response_id"), run__in=pks)
     snapshots = Snapshot.objects.filter(project_id=runs[0].project_id).order_by()
+    imported = Run.objects.filter(project_id=runs[0].project_id).order_by()
     # An id is given at insert, not at commit: the newest ids say everything only once no
     # write to the runs is in flight (cards.run_writes), which PostgreSQL waits for here.
     with writes_settled(pks):
-        # The five in one statement, one round trip: a row of the runs' project carries them.
+        # The seven in one statement, one round trip: a row of the runs' project carries them.
         newest = (
             Project.objects.filter(pk=runs[0].project_id)
             .values_list(
                 _newest(ClaimRevision.objects.filter(Exists(claims))),
                 _newest(VerdictRevision.objects.filter(Exists(claims))),
                 _newest(ResponseReview.objects.filter(Exists(responses))),
-                # Snapshots arrive with imports, whose transactions last: rather than wait
-                # for them, their count changes when one commits late.
+                # Snapshots and runs arrive with imports, whose transactions last: rather
+                # than wait for them, their count changes when one commits late.
                 _newest(snapshots),
                 Subquery(snapshots.values("project_id").annotate(n=Count("id")).values("n")),
+                _newest(imported),
+                Subquery(imported.values("project_id").annotate(n=Count("id")).values("n")),
             )
             .get()
         )
@@ -69,12 +73,12 @@ class RunsState(str):
     """A state (`runs_state`), which also tells the newest claim revision, verdict and
     review mark ids of the runs when it was read (every row up to them had committed: what
     is grown reads up to them, `grown_roster`, `cards.metrics.grown_run_figures`), and
-    their project's snapshots (the newest id and how many)."""
+    their project's imports (the newest snapshot and run ids, and how many of each)."""
 
     claims_upto: int | None = None
     verdicts_upto: int | None = None
     reviews_upto: int | None = None
-    snapshots: tuple = ()
+    imports: tuple = ()
 
     @property
     def upto(self) -> tuple[int, int, int]:
@@ -95,9 +99,9 @@ def runs_state(*, runs: Sequence[Run], scope: str) -> RunsState:
     version = runs_version(runs=runs)
     state = repr((identity, version, members))
     kept_state = RunsState(f"{scope}:" + hashlib.sha256(state.encode()).hexdigest())
-    # runs_version's: the newest claim revision, verdict and review mark, the snapshots.
+    # runs_version's: the newest claim revision, verdict and review mark, the imports.
     kept_state.claims_upto, kept_state.verdicts_upto, kept_state.reviews_upto = version[:3]
-    kept_state.snapshots = version[3:5]
+    kept_state.imports = version[3:7]
     return kept_state
 
 

@@ -210,6 +210,20 @@ class RunTallies:
         return RunTally, ("run_id", "retrieval"), [(self.run_pk, retrieval)]
 
 
+def retrieval_totals_store(*, run: Run) -> None:
+    """A run's retrieval totals summed again from its responses' stored rows, as an import
+    sums them (`RunTallies`): the migration that rounds macro means exactly."""
+    totals = Totals()
+    for retrieval in (
+        ResponseTally.objects.filter(run=run)
+        .order_by("response")
+        .values_list("retrieval", flat=True)
+        .iterator(chunk_size=CHUNK)
+    ):
+        totals.add({"status": "unreviewed", **stored_retrieval(retrieval)})
+    RunTally.objects.filter(run=run).update(retrieval=retrieval_totals(totals.result()))
+
+
 def tallies_rebuild() -> None:
     """Every stored row of every run, from scratch (the migration that adds them)."""
     for run in Run.objects.order_by("pk"):
