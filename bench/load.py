@@ -180,7 +180,7 @@ LUA_SAVE = (
 local users = __USERS__
 local claims = __CLAIMS__
 local claim_seq = __CLAIM_SEQ__
-local prefix, suffix = __PREFIX__, __SUFFIX__
+local prefix, suffix, card = __PREFIX__, __SUFFIX__, __CARD__
 local supports = {"supported", "partial", "unsupported", "not_assessable"}
 threads = {}
 function setup(thread)
@@ -205,16 +205,17 @@ function request()
   local body = "support=" .. supports[n % #supports + 1] ..
     "&reason=Passage+" .. current .. "+states+it+in+its+second+sentence%2C+save+" .. n ..
     "&seen_claim_seq=" .. claim_seq[current] .. "&seen_own_seq=" .. (own[current] or "") ..
-    "&seen_head_seq="
+    "&seen_head_seq=" .. card
   return wrk.format("POST", prefix .. current .. suffix, headers, body)
 end
 function response(status, headers, body)
-  -- The card that comes back carries my newest seq on this claim: the next save sends it.
-  local seq = string.match(body, 'name="seen_own_seq" value="(%d+)"')
-  if seq then own[current] = seq end
-  -- The view sends its event after the swap settles (HX-Trigger-After-Settle).
+  -- The view sends its event after the swap settles (HX-Trigger-After-Settle); it carries
+  -- my newest seq on this claim (so does a whole card's form): the next save sends it.
   local trigger = (headers["HX-Trigger"] or headers["hx-trigger"] or "") ..
     (headers["HX-Trigger-After-Settle"] or headers["hx-trigger-after-settle"] or "")
+  local seq = string.match(trigger, '"seq":%s*(%d+)') or
+    string.match(body, 'name="seen_own_seq" value="(%d+)"')
+  if seq then own[current] = seq end
   if status == 200 and string.find(trigger, "verdict-saved", 1, true) then
     good = good + 1
   else
@@ -295,8 +296,10 @@ def save_script(
     claim_seq: dict[str, int],
     prefix: str,
     suffix: str,
+    card: str = "compact",
 ) -> Path:
-    """POSTs to prefix + claim key + suffix, each client as its own reviewer."""
+    """POSTs to prefix + claim key + suffix, each client as its own reviewer; `card` compact
+    asks for the card back compact, as the page's script does (`review_site.save_form`)."""
     users = [{"cookie": cookie_header(s), "csrf": s["csrftoken"]} for s in sessions]
     script = workdir / "save.lua"
     script.write_text(
@@ -305,6 +308,7 @@ def save_script(
         .replace("__CLAIM_SEQ__", lua(claim_seq))
         .replace("__PREFIX__", lua(prefix))
         .replace("__SUFFIX__", lua(suffix))
+        .replace("__CARD__", lua("&card=compact" if card == "compact" else ""))
     )
     return script
 

@@ -36,8 +36,10 @@ What it does:
      interleaved, `--reps` times each; only a 200 counts (a redirect to the
      login page would be fast and wrong);
    - POST verdicts through the HTMX path (HX-Request: true → 200 and the card
-     partial). Each client cycles through all 30 claims, reads its own newest
-     verdict seq back from the card it gets, and sends it as `seen_own_seq` on
+     partial, compact as the page's script asks when nothing else is typed in the
+     card; `--save-card whole` as without it). Each client cycles through all 30
+     claims, reads its own newest verdict seq back from the `verdict-saved` event
+     it gets, and sends it as `seen_own_seq` on
      its next save of that claim, so no save is stale. A save counts only when
      it answers 200 with the `verdict-saved` event; anything else is lost. Each
      repetition starts from a fresh copy of the database (saves append rows,
@@ -178,7 +180,9 @@ def measure(
                         # Warm the workers on the save path with a user the load does not use.
                         for key in fixture.claims[:20]:
                             fetch(server, "GET", case_path(), cookies=warm)
-                            status, sizes["save"] = save_once(server, fixture, warm, key)
+                            status, sizes["save"] = save_once(
+                                server, fixture, warm, key, card=args.save_card
+                            )
                             if status != 200:
                                 raise RuntimeError(f"the warm-up save on {key} answered {status}")
                         # The floor first: its rows go to a table of its own, the case stays.
@@ -186,14 +190,14 @@ def measure(
                             work, sessions[:clients], claims=claims,
                             claim_seq=fixture.claim_seq,
                             prefix=f"/bench/floor/{SLUG}/{RUN_ID}/save/",
-                            suffix=f"/?bytes={sizes['save']}",
+                            suffix=f"/?bytes={sizes['save']}", card=args.save_card,
                         )  # fmt: skip
                         wrk(server, script, case_path(), clients, 1)
                         floor = wrk(server, script, case_path(), clients, args.duration)
                         script = save_script(
                             work, sessions[:clients], claims=claims,
                             claim_seq=fixture.claim_seq, prefix=f"{case_path()}claims/",
-                            suffix="/verdict/",
+                            suffix="/verdict/", card=args.save_card,
                         )  # fmt: skip
                         load = wrk(server, script, case_path(), clients, args.duration)
                     stored_rows = pg.scalar(
@@ -373,6 +377,11 @@ def main() -> None:
         default=["pages", "saves", "breakdown"], help="what to measure",
     )  # fmt: skip
     parser.add_argument("--keep", action="store_true", help="keep the scratch database")
+    parser.add_argument(
+        "--save-card", choices=["compact", "whole"], default="compact",
+        help="the card a save asks back: compact, as the page's script asks when nothing "
+        "else is typed in the card (compact), or whole, as without the script",
+    )  # fmt: skip
     args = parser.parse_args()
     if shutil.which("wrk") is None:
         sys.exit("wrk is missing: apt-get install -y wrk")

@@ -11,17 +11,18 @@ Django's test client and the whole middleware: the median `time.process_time()` 
 request (this process's CPU: Django, the view, the test client), the mean CPU of the
 PostgreSQL backend that served them (from /proc, when the server runs here) and the
 request's query count. Saves go through the HTMX path, spread over the 30 claims (then all on
-the first), each with the reviewer's own newest seq, so none is stale. It asserts
-nothing about time.
+the first), each with the reviewer's own newest seq, so none is stale; each asks for its card
+back compact, as the page's script does when nothing else is typed in the card, and then
+again with the card whole. It asserts nothing about time.
 """
 
 from __future__ import annotations
 
 import argparse
 import cProfile
+import json
 import os
 import pstats
-import re
 import statistics
 import time
 from collections.abc import Callable
@@ -150,15 +151,18 @@ def measure(args: argparse.Namespace) -> None:
         answer = reviewer.get(f"{CASE}claims/{keys[0]}/card/", **HTMX)
         assert answer.status_code == 200, answer.status_code
 
-    def save(one: bool = False) -> None:
+    def save(one: bool = False, whole: bool = False) -> None:
         key = keys[0 if one else next(turn) % len(keys)]
         data = {
             "support": "partial", "reason": "Measured save.", "seen_claim_seq": claim_seq[key],
             "seen_own_seq": own.get(key, ""), "seen_head_seq": "",
         }  # fmt: skip
+        if not whole:  # as the page's script asks when nothing else is typed in the card
+            data["card"] = "compact"
         answer = reviewer.post(f"{CASE}claims/{key}/verdict/", data, **HTMX)
         assert answer.status_code == 200, (answer.status_code, answer.content[:300])
-        own[key] = re.search(rb'name="seen_own_seq" value="(\d+)"', answer.content)[1].decode()
+        saved = json.loads(answer.headers["HX-Trigger-After-Settle"])["verdict-saved"]
+        own[key] = str(saved["seq"])
 
     for _ in range(10):  # warm: templates compiled, the card cache filled
         page()
@@ -176,8 +180,12 @@ def measure(args: argparse.Namespace) -> None:
         "case page, lead": cpu_ms(lambda: page("lead"), args.runs),
         "one card whole (HTMX)": cpu_ms(card, args.runs),
         "verdict save (HTMX), spread over the claims": cpu_ms(save, args.runs),
+        "verdict save (HTMX), spread, the card whole": cpu_ms(lambda: save(whole=True), args.runs),
         # Every save lengthens the one claim's card: its history and verdicts list.
         "verdict save (HTMX), all on one claim": cpu_ms(lambda: save(one=True), args.runs),
+        "verdict save (HTMX), one claim, the card whole": cpu_ms(
+            lambda: save(one=True, whole=True), args.runs
+        ),
     }
     size = len(reviewer.get(CASE).content)
     print(f"{DB}, {args.runs} requests each, case page {size / 1000:.0f} KB after the saves")

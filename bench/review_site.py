@@ -104,24 +104,28 @@ def floor_path(size: int) -> str:
     return f"/bench/floor/{SLUG}/{RUN_ID}/?bytes={size}"
 
 
-def save_form(fixture: Fixture, key: str, csrf: str, own_seq: str = "") -> bytes:
+def save_form(
+    fixture: Fixture, key: str, csrf: str, own_seq: str = "", card: str = "compact"
+) -> bytes:
+    """A save's form; `card` compact asks for the card back compact, as the page's script
+    does when nothing else is typed in the card ("whole": as without the script)."""
     return urlencode(
         {
             "csrfmiddlewaretoken": csrf, "support": "supported",
             "reason": REVIEW_REASON.format(ref="(warm-up)"),
             "seen_claim_seq": fixture.claim_seq[key], "seen_own_seq": own_seq,
-            "seen_head_seq": "",
+            "seen_head_seq": "", **({"card": "compact"} if card == "compact" else {}),
         }
     ).encode()  # fmt: skip
 
 
 def save_once(
-    server: Server, fixture: Fixture, cookies: dict[str, str], key: str
+    server: Server, fixture: Fixture, cookies: dict[str, str], key: str, card: str = "compact"
 ) -> tuple[int, int]:
     """One HTMX save by a user who has no verdict on `key` yet: (status, response bytes)."""
     status, headers, body = fetch(
         server, "POST", f"{case_path()}claims/{key}/verdict/", cookies=cookies,
-        body=save_form(fixture, key, cookies["csrftoken"]),
+        body=save_form(fixture, key, cookies["csrftoken"], card=card),
         headers={
             "Content-Type": "application/x-www-form-urlencoded", "HX-Request": "true",
             "X-CSRFToken": cookies["csrftoken"],

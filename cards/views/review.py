@@ -336,12 +336,18 @@ def verdict_add(
     if saved is None or revisions[0].seq != form.cleaned_data["seen_claim_seq"]:
         revisions = None
     card = review_card(run=run, claim=claim, membership=membership, revisions=revisions)
-    submitted = None
-    if status != 200:
-        # The fresh card, with what the person typed kept, so nothing is lost.
-        submitted = typed_form(membership, card, request.POST)
-        add_errors(submitted, errors)
-    card_forms(card, membership, submitted)
+    if saved is not None and request.POST.get("card") == "compact":
+        # Saved, and nothing else typed or open in the card (the page's script asks only
+        # then): the card comes back compact, as the page shows a card the reviewer is not
+        # in, and the focus moves on; focused again, it loads whole. No forms, no history.
+        card.full = False
+    else:
+        submitted = None
+        if status != 200:
+            # The fresh card, with what the person typed kept, so nothing is lost.
+            submitted = typed_form(membership, card, request.POST)
+            add_errors(submitted, errors)
+        card_forms(card, membership, submitted)
     context = card_context(
         card, membership, card_message=message, card_message_key=key, notice=notice,
         notice_key=key,

@@ -283,6 +283,8 @@
         focusCard(card);
       }
       replayPending(card);
+    } else if (savedCompact(event)) {
+      // A save answered with the card compact: "verdict-saved" moves the focus on.
     } else if (current && target && target.id === current && document.getElementById(current)) {
       if (!document.activeElement || !document.getElementById(current).contains(document.activeElement)) {
         focusCard(document.getElementById(current));
@@ -332,6 +334,40 @@
     }
   });
 
+  // --- A saved card comes back compact --------------------------------------------------------
+  // Once saved, the focus moves on, and a card the reviewer is not in is compact: a save asks
+  // for its card back compact (no forms, no history: a fraction of the work) when nothing
+  // else is typed or open in the card, so nothing can be lost; otherwise it comes back
+  // whole, with what was typed carried over (below). Focused again, it loads whole.
+  function quiet(card, sent) {
+    if (card.querySelector("details[open], .revise-slot form")) {
+      return false;
+    }
+    return !Array.from(card.querySelectorAll("form")).some(function (form) {
+      return form !== sent && Array.from(form.elements).some((f) => f.name && f.type !== "hidden" && changed(f));
+    });
+  }
+
+  document.addEventListener("htmx:configRequest", function (event) {
+    const form = event.detail.elt && event.detail.elt.closest && event.detail.elt.closest("form[data-verdict-form]");
+    const card = form && form.closest("article.card");
+    if (card && quiet(card, form)) {
+      event.detail.parameters.card = "compact";
+    }
+  });
+
+  function compactAnswer(event) {
+    const body = event.detail.serverResponse;
+    return typeof body === "string" && /^\s*<article\b[^>]*\sdata-compact\b/.test(body);
+  }
+
+  function savedCompact(event) {
+    const target = event.detail.target;
+    const card = target && target.id && document.getElementById(target.id);
+    const elt = source(event);
+    return Boolean(card && card.hasAttribute("data-compact") && elt && elt.closest && elt.closest("form[data-verdict-form]"));
+  }
+
   // --- What is typed in a card survives its swap -------------------------------------------
   // An action on a card answers with the whole card (its verdicts, history and forms
   // change). The form that was sent comes back as the server says (saved, or refused with
@@ -359,6 +395,11 @@
     carried = null;
     if (!event.detail.shouldSwap || !card || !card.matches || !card.matches("article.card")) {
       return;
+    }
+    if (compactAnswer(event) && card.contains(document.activeElement)) {
+      // htmx would give the focus back to the new card by its id, and a compact card
+      // loads itself whole on focus: the focus moves on after the swap instead.
+      document.activeElement.blur();
     }
     const sent = source(event) && source(event).closest("form");
     const drafts = [];

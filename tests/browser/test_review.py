@@ -96,6 +96,9 @@ def test_a_reviewer_splits_judges_by_keyboard_and_completes_a_case(page):
     page.get_by_role("button", name="Decomposition complete").click()
     expect(page.locator("#review-status")).to_contain_text("decomposition complete")
 
+    # A saved card folds back to compact as the focus moves on; a click opens it whole.
+    expect(page.locator("#card-c2")).to_have_attribute("data-compact", "")
+    page.locator("#card-c2 .claim-text").click()
     history = page.locator("#card-c2 details.history")
     history.locator("summary").click()
     expect(history).to_contain_text("split the claim")

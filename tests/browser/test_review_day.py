@@ -451,6 +451,8 @@ def test_save_shows_progress_then_a_confirmation_and_moves_to_the_next_card(debu
     form = verdict_form(page, "C-017-1")
     form.get_by_role("radio", name="Unsupported", exact=True).check()
     form.get_by_label("Reason").fill("D-01 excludes final-sale items.")
+    loaded: list[str] = []
+    page.on("request", lambda request: loaded.append(request.url))
     form.get_by_role("button", name="Save").click()
     expect(form.get_by_role("button", name="Save")).to_be_disabled()
     expect(form.get_by_text("Saving…")).to_be_visible()
@@ -460,9 +462,21 @@ def test_save_shows_progress_then_a_confirmation_and_moves_to_the_next_card(debu
     expect(card(page, "C-017-1").locator(".saved")).to_have_text(
         re.compile(r"Saved, revision \d+\.")
     )
-    expect(card(page, "C-017-1").get_by_role("button", name="Save")).to_be_enabled()
+    # Nothing else was typed in the card: it came back compact, its label the saved one,
+    # and it is not loaded whole again behind the reviewer's back.
+    saved = card(page, "C-017-1")
+    expect(saved).to_have_attribute("data-compact", "")
+    expect(saved.locator(".verdict-label")).to_have_text("Unsupported")
     # Bob judged none of them yet: the next card takes the focus.
     expect(card(page, "C-017-2")).to_be_focused()
+    expect(card(page, "C-017-2").locator("form[data-verdict-form]")).to_be_visible()
+    page.wait_for_timeout(300)
+    expect(saved).to_have_attribute("data-compact", "")
+    assert [url for url in loaded if url.endswith("/claims/C-017-1/card/")] == []
+    # Focused again, it opens whole with the saved verdict in its history.
+    open_card(saved)
+    expect(saved.locator("details.history")).to_contain_text("D-01 excludes final-sale items.")
+    expect(saved.get_by_role("button", name="Save")).to_be_enabled()
 
 
 # --- 7. The whole case from the keyboard ---------------------------------------------------------
@@ -505,6 +519,8 @@ def test_a_whole_case_is_reviewed_from_the_keyboard(debug):
         "c1": ("1", "D-01 says 14 days and excludes final-sale items."),
         "c2": ("3", "D-02 does not say 'not before'."),
     }
+    loaded: list[str] = []
+    page.on("request", lambda request: loaded.append(request.url))
     for key, (digit, reason) in verdicts.items():
         expect(card(page, key)).to_be_focused()
         page.keyboard.press(digit)
@@ -513,6 +529,12 @@ def test_a_whole_case_is_reviewed_from_the_keyboard(debug):
         page.keyboard.press("Escape")
         page.keyboard.press("s")
         expect(card(page, key).locator(".saved")).to_be_visible()
+    # Each saved card came back compact and stayed so: the focus had moved on, and none was
+    # loaded whole again (a compact card loads itself whole when it takes the focus).
+    page.wait_for_timeout(300)
+    for key in verdicts:
+        expect(card(page, key)).to_have_attribute("data-compact", "")
+    assert [url for url in loaded if url.endswith("/card/")] == []
     expect(card(page, "c1").locator(".verdict-label")).to_contain_text("Supported")
     expect(card(page, "c2").locator(".verdict-label")).to_contain_text("Unsupported")
     expect(card(page, "c3").locator(".verdict-label")).to_contain_text("Not assessable")
@@ -537,6 +559,15 @@ def test_a_whole_case_is_reviewed_from_the_keyboard(debug):
     expect(card(page, "c2").locator("form[data-verdict-form]")).to_be_visible()
     page.keyboard.press("k")
     expect(card(page, "c1")).to_be_focused()
+    # Judged again once every card is judged and the decomposition complete: the focus
+    # has nowhere to move on to, so it stays on the saved card, which opens whole again.
+    page.keyboard.press("r")
+    page.keyboard.type("D-01 says 14 days; final-sale items only by the policy page.")
+    page.keyboard.press("Escape")
+    page.keyboard.press("s")
+    expect(card(page, "c1").locator(".verdict-label")).to_contain_text("Partial")
+    expect(card(page, "c1")).to_be_focused()
+    expect(card(page, "c1").locator("form[data-verdict-form]")).to_be_visible()
     assert page.console_problems == []
     assert page.failed_requests == []
 

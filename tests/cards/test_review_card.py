@@ -286,3 +286,38 @@ def test_a_pages_kept_pre_checks_see_a_passage_drift_that_came_after_them(client
     import_fixture("q017-r3.jsonl")  # a newer snapshot: D-01 has another text there
     hints = client.get(url).context["page"].response_hints
     assert hints["passage_drift"] == ["D-01@returns-v4#p04"]
+
+
+def test_a_save_asked_compact_answers_with_the_compact_card_and_a_refusal_whole(
+    client, claim, reviewer, second_reviewer, django_assert_max_num_queries
+):
+    """The page's script asks for the card back compact when nothing else is typed or open
+    in it: the saved card comes back as the page shows a card the reviewer is not in (its
+    labels, its reason's first line, the confirmation), without forms or history; a refused
+    save comes back whole, with what was typed, whatever was asked."""
+    judge(claim, second_reviewer, "partial", "Bob.")
+    client.force_login(reviewer)
+    url = verdict_url("q017-r3", "Q-017", claim.key)
+    data = {"support": "unsupported", "reason": "Not in D-01.\nSecond line.", "seen_claim_seq": 1,
+            "seen_own_seq": "", "card": "compact"}  # fmt: skip
+    with django_assert_max_num_queries(10):  # what a whole card's answer reads: no more
+        answer = client.post(url, data, **HTMX)
+    content = answer.content.decode()
+    assert answer.status_code == 200
+    assert content.lstrip().startswith("<article") and " data-compact" in content
+    assert "<form" not in content and "history-list" not in content
+    assert 'You: <strong class="support-unsupported">Unsupported</strong>' in header(content)
+    assert "Saved, revision 3." in content
+    assert '<p class="reason-line small" hx-disable>Not in D-01.</p>' in content
+    assert "verdict-saved" in answer.headers["HX-Trigger-After-Settle"]
+    # The same save without asking: the card whole, its forms and history.
+    data |= {"seen_own_seq": 3, "reason": "Still not in D-01."}
+    whole = client.post(url, {k: v for k, v in data.items() if k != "card"}, **HTMX)
+    assert whole.status_code == 200 and "data-compact" not in whole.content.decode()
+    assert "data-verdict-form" in whole.content.decode()
+    # Refused (a blank reason), asked compact: whole, with the label typed kept.
+    refused = client.post(url, data | {"seen_own_seq": 4, "reason": "  "}, **HTMX)
+    content = refused.content.decode()
+    assert refused.status_code == 400 and "data-compact" not in content
+    assert 'value="unsupported" checked' in content
+    assert "A written reason is required" in content
