@@ -353,6 +353,8 @@ def verdict_add(
         notice_key=key,
     )  # fmt: skip
     response = render(request, "cards/review.html#card", context, status=status)
+    if not card.full:
+        response["X-Card"] = "compact"  # the page's script moves the focus on, not htmx
     if saved is not None:
         # After the swap settles, so the script moves the focus among the new cards, and
         # colours the answer's pieces this claim covers (the answer is not sent again).

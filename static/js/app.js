@@ -336,16 +336,28 @@
 
   // --- A saved card comes back compact --------------------------------------------------------
   // Once saved, the focus moves on, and a card the reviewer is not in is compact: a save asks
-  // for its card back compact (no forms, no history: a fraction of the work) when nothing
-  // else is typed or open in the card, so nothing can be lost; otherwise it comes back
-  // whole, with what was typed carried over (below). Focused again, it loads whole.
+  // for its card back compact (no forms, no history rendered: a fraction of the work) when
+  // nothing else is typed or open in the card, nothing refused is shown in it, and the focus
+  // has somewhere to move on to; otherwise it comes back whole, with what was typed carried
+  // over (below). While it is in flight, the card's other forms, its details and its rewrite
+  // slot are inert, so nothing can be typed that the compact card would drop. Focused again,
+  // a compact card loads whole.
   function quiet(card, sent) {
-    if (card.querySelector("details[open], .revise-slot form")) {
+    if (card.querySelector('details[open], .revise-slot form, [role="alert"], .error')) {
       return false;
+    }
+    if (!nextUnjudged(card) && !keyed("c")) {
+      return false; // the focus would come back to this card, which would load whole again
     }
     return !Array.from(card.querySelectorAll("form")).some(function (form) {
       return form !== sent && Array.from(form.elements).some((f) => f.name && f.type !== "hidden" && changed(f));
     });
+  }
+
+  function stilled(card, sent) {
+    return Array.from(card.querySelectorAll("form, details, .revise-slot")).filter(
+      (part) => part !== sent && !part.contains(sent)
+    );
   }
 
   document.addEventListener("htmx:configRequest", function (event) {
@@ -353,19 +365,24 @@
     const card = form && form.closest("article.card");
     if (card && quiet(card, form)) {
       event.detail.parameters.card = "compact";
+      stilled(card, form).forEach((part) => part.setAttribute("inert", ""));
     }
   });
 
-  function compactAnswer(event) {
-    const body = event.detail.serverResponse;
-    return typeof body === "string" && /^\s*<article\b[^>]*\sdata-compact\b/.test(body);
-  }
+  // The save answered (or failed): what was stilled for it can be used again.
+  document.addEventListener("htmx:afterRequest", function (event) {
+    const form = event.detail.elt && event.detail.elt.closest && event.detail.elt.closest("form[data-verdict-form]");
+    const card = form && form.closest("article.card");
+    if (card) {
+      stilled(card, form).forEach((part) => part.removeAttribute("inert"));
+    }
+  });
 
+  // A save answered compact: "verdict-saved" moves the focus on (htmx gives it back to the
+  // card by its id first, before the card could load itself whole on focus).
   function savedCompact(event) {
-    const target = event.detail.target;
-    const card = target && target.id && document.getElementById(target.id);
-    const elt = source(event);
-    return Boolean(card && card.hasAttribute("data-compact") && elt && elt.closest && elt.closest("form[data-verdict-form]"));
+    const xhr = event.detail.xhr;
+    return Boolean(xhr && xhr.getResponseHeader("X-Card") === "compact");
   }
 
   // --- What is typed in a card survives its swap -------------------------------------------
@@ -380,7 +397,11 @@
       return field.checked !== field.defaultChecked;
     }
     if (field.tagName === "SELECT") {
-      return Array.from(field.options).some((option) => option.selected !== option.defaultSelected);
+      const options = Array.from(field.options);
+      if (!field.multiple && !options.some((option) => option.defaultSelected)) {
+        return field.selectedIndex > 0; // none marked selected: the first one is the default
+      }
+      return options.some((option) => option.selected !== option.defaultSelected);
     }
     return field.value !== field.defaultValue;
   }
@@ -395,11 +416,6 @@
     carried = null;
     if (!event.detail.shouldSwap || !card || !card.matches || !card.matches("article.card")) {
       return;
-    }
-    if (compactAnswer(event) && card.contains(document.activeElement)) {
-      // htmx would give the focus back to the new card by its id, and a compact card
-      // loads itself whole on focus: the focus moves on after the swap instead.
-      document.activeElement.blur();
     }
     const sent = source(event) && source(event).closest("form");
     const drafts = [];

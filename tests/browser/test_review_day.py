@@ -155,6 +155,9 @@ def test_a_blank_reason_is_refused_in_place_and_keeps_every_typed_text(both, ser
     form.get_by_role("button", name="Save").click()
     expect(card(page, "C-017-2").locator(".verdict-label")).to_contain_text("Partial")
     expect(card(page, "C-017-2")).to_contain_text("by bob")
+    # A card showing a refusal comes back whole once saved: a refused form shows what was
+    # typed as its defaults, which the page cannot tell from nothing typed.
+    expect(card(page, "C-017-2")).not_to_have_attribute("data-compact", "")
     assert navigations == []  # both answers were swapped in place, never a plain post
     assert page.failed_requests == [f"POST {server.url}{url}claims/C-017-2/verdict/ 400"]
     assert page.console_problems == [
@@ -458,6 +461,10 @@ def test_save_shows_progress_then_a_confirmation_and_moves_to_the_next_card(debu
     expect(form.get_by_text("Saving…")).to_be_visible()
     while not held:  # the route's handler runs when Playwright next pumps its events
         page.wait_for_timeout(20)
+    # While it is in flight nothing else in the card can be opened or typed in: the card
+    # comes back compact, and would drop it.
+    expect(card(page, "C-017-1").locator("details.history")).to_have_attribute("inert", "")
+    expect(card(page, "C-017-1").locator(".revise-slot")).to_have_attribute("inert", "")
     held[0].continue_()
     expect(card(page, "C-017-1").locator(".saved")).to_have_text(
         re.compile(r"Saved, revision \d+\.")
@@ -477,6 +484,35 @@ def test_save_shows_progress_then_a_confirmation_and_moves_to_the_next_card(debu
     open_card(saved)
     expect(saved.locator("details.history")).to_contain_text("D-01 excludes final-sale items.")
     expect(saved.get_by_role("button", name="Save")).to_be_enabled()
+
+
+def test_a_save_comes_back_whole_while_something_else_in_the_card_is_open_or_typed(debug):
+    page, url = debug("lead", edit=disagreeing)
+    disputed = card(page, "C-017-2")
+    form = verdict_form(page, "C-017-2")
+    disputed.locator("details.history summary").click()
+    form.get_by_role("radio", name="Partial", exact=True).check()
+    form.get_by_label("Reason").fill("First reading.")
+    form.get_by_role("button", name="Save").click()
+    expect(disputed.locator(".saved")).to_be_visible()
+    # The history was open: the card came back whole, the history still open.
+    expect(disputed).not_to_have_attribute("data-compact", "")
+    expect(disputed.locator("details.history")).to_have_attribute("open", "")
+    disputed.locator("details.history summary").click()
+    # A reason typed in the adjudication form, closed again: whole, with the text kept.
+    disputed.locator("details.adjudicate summary").click()
+    adjudicate = disputed.locator("details.adjudicate form")
+    adjudicate.get_by_label("Reason").fill("An adjudication, not sent yet.")
+    disputed.locator("details.adjudicate summary").click()
+    form = verdict_form(page, "C-017-2")
+    form.get_by_label("Reason").fill("Second reading.")
+    form.get_by_role("button", name="Save").click()
+    expect(disputed.locator(".saved")).to_contain_text("Saved, revision")
+    expect(disputed).not_to_have_attribute("data-compact", "")
+    expect(disputed.locator("details.adjudicate form").get_by_label("Reason")).to_have_value(
+        "An adjudication, not sent yet."
+    )
+    assert page.console_problems == []
 
 
 # --- 7. The whole case from the keyboard ---------------------------------------------------------
@@ -616,6 +652,9 @@ def test_a_leads_card_shows_every_label_marks_superseded_and_adjudicates_disagre
         form.get_by_role("button", name="Save").click()
         expect(labels).to_contain_text(f"You: {label}")
     expect(labels).to_contain_text("judge-b (imported): Supported")
+    # Nothing typed in the adjudication form beside it: the saved card came back compact.
+    expect(disputed).to_have_attribute("data-compact", "")
+    open_card(disputed)
     history = disputed.locator("details.history")
     history.locator("summary").click()
     expect(history.locator("li", has_text="First reading.")).to_contain_text("superseded")

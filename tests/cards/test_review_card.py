@@ -310,10 +310,12 @@ def test_a_save_asked_compact_answers_with_the_compact_card_and_a_refusal_whole(
     assert "Saved, revision 3." in content
     assert '<p class="reason-line small" hx-disable>Not in D-01.</p>' in content
     assert "verdict-saved" in answer.headers["HX-Trigger-After-Settle"]
+    assert answer.headers["X-Card"] == "compact"  # the page's script then moves the focus on
     # The same save without asking: the card whole, its forms and history.
     data |= {"seen_own_seq": 3, "reason": "Still not in D-01."}
     whole = client.post(url, {k: v for k, v in data.items() if k != "card"}, **HTMX)
     assert whole.status_code == 200 and "data-compact" not in whole.content.decode()
+    assert "X-Card" not in whole.headers
     assert "data-verdict-form" in whole.content.decode()
     # Refused (a blank reason), asked compact: whole, with the label typed kept.
     refused = client.post(url, data | {"seen_own_seq": 4, "reason": "  "}, **HTMX)
@@ -321,3 +323,7 @@ def test_a_save_asked_compact_answers_with_the_compact_card_and_a_refusal_whole(
     assert refused.status_code == 400 and "data-compact" not in content
     assert 'value="unsupported" checked' in content
     assert "A written reason is required" in content
+    # Stale (a rewrite since), asked compact: whole, with the message.
+    stale = client.post(url, data | {"seen_own_seq": 4, "seen_claim_seq": 0}, **HTMX)
+    assert stale.status_code == 409 and "data-compact" not in stale.content.decode()
+    assert "X-Card" not in stale.headers
