@@ -304,7 +304,8 @@ class Totals:
         self.responses = self.reviewed = self.abstentions = self.claims = 0
         self.invented = self.honest_cases = 0
         self.verdicts: Counter = Counter()
-        # name → [k, n, defined cases, how many of each defined (k, n), rows considered]
+        # name → [k, n, defined cases, how many of each defined (k, n), rows considered]; a
+        # (k, n) counted as the one int k << 32 | n (no tuple made per value: `mean`)
         self.sums: dict[str, list] = {}
         self.hits: dict[str, list[int]] = {}
         self.precisions: list[float] = [0.0, 0]
@@ -339,7 +340,7 @@ class Totals:
             acc[0] += value.k
             acc[1] += value.n
             acc[2] += 1
-            acc[3][value.k, value.n] += 1
+            acc[3][value.k << 32 | value.n] += 1
         if r.get("context_precision") is not None:  # absent from claim figures alone
             self.precisions[0] += r["context_precision"]
             self.precisions[1] += 1
@@ -386,13 +387,14 @@ def new_sum() -> list:
 
 
 def mean(values: Counter, defined: int) -> float:
-    """The macro mean of the defined values, counted as how many of each (k, n): summed
+    """The macro mean of the defined values, counted as how many of each (k, n) (as the int
+    k << 32 | n, a count of citations or facts never reaching 2**32): summed
     exactly, so the same whatever the order the responses were added or taken away in
     (`cards.metrics` keeps a run's totals current by adding and removing responses), and
     rounded at the fourth decimal, a half up (1/160 = 0.00625 is 0.0063)."""
     by_n: Counter = Counter()
-    for (k, n), count in values.items():
-        by_n[n] += k * count
+    for pair, count in values.items():
+        by_n[pair & 0xFFFF_FFFF] += (pair >> 32) * count
     total = sum((Fraction(k, n) for n, k in by_n.items()), Fraction(0))
     return math.floor(total * 10_000 / defined + Fraction(1, 2)) / 10_000
 

@@ -696,7 +696,7 @@ def _accumulator(totals: Totals, claim_hints: Counter | None):
     def accumulate(stored: StoredClaims, sign: int) -> None:
         reviewed, fact_ids, gap_ids, s = stored
         totals.responses += sign
-        if not isinstance(s, ClaimSums):  # as kept: a plain tuple
+        if type(s) is tuple:  # as kept: a plain tuple
             s = ClaimSums._make(s)
         if claim_hints is not None and s.hints:
             for codes in _joined(s.hints):
@@ -713,13 +713,22 @@ def _accumulator(totals: Totals, claim_hints: Counter | None):
         totals.invented += sign * s.invented
         pairs = _claim_pairs(fact_ids, gap_ids, s)
         totals.honest_cases += sign * bool(pairs[-1][0])
+        if sign == 1:  # a whole read adds every response: no product to take
+            for acc, (k, n) in zip(accs, pairs, strict=True):
+                acc[4] += 1
+                if n:
+                    acc[0] += k
+                    acc[1] += n
+                    acc[2] += 1
+                    acc[3][k << 32 | n] += 1
+            return
         for acc, (k, n) in zip(accs, pairs, strict=True):
             acc[4] += sign
             if n:
                 acc[0] += sign * k
                 acc[1] += sign * n
                 acc[2] += sign
-                acc[3][k, n] += sign
+                acc[3][k << 32 | n] += sign
 
     return accumulate
 
