@@ -17,6 +17,7 @@ import json
 from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 from operator import itemgetter
+from types import MappingProxyType
 from typing import Any
 
 from django.db.models import BooleanField, DateTimeField, ExpressionWrapper, F, TextField, Value
@@ -284,16 +285,34 @@ def read_stored_sides(
             _text("gaps"),
         )  # fmt: skip
     )
+    # 100,000 claims for two runs of 10,000 cases: what is the same in many is made once.
+    # Their verdicts are not read (a tuple: appending to it fails, never shared silently)
+    # and the chosen label of each (support, association, diagnosis) is one object.
+    views: dict[tuple, VerdictView] = {}
     for response_id, key, kind, current, support, attached, diagnosis, facts, gaps in claims:
         side = by_response[response_id]
         side.claims.append(
-            ClaimState(key, kind, "", [], _decoded(facts), _decoded(gaps), not current)
+            ClaimState(
+                key,
+                kind,
+                "",
+                _NONE,
+                _decoded(facts),
+                _decoded(gaps),
+                not current,
+                _NONE,
+                _NO_SIGHT,
+            )
         )
-        side.chosen.append(
-            VerdictView(support, "attached" if attached else "missing", {}, diagnosis)
-            if support
-            else None
-        )
+        if not support:
+            side.chosen.append(None)
+            continue
+        pattern = (support, attached, diagnosis)
+        view = views.get(pattern)
+        if view is None:
+            association = "attached" if attached else "missing"
+            view = views[pattern] = VerdictView(support, association, {}, diagnosis)
+        side.chosen.append(view)
     diagnosed = plain_rows(
         VerdictRevision.objects.filter(claim__response__run__in=run_ids)
         .exclude(diagnosis="")
@@ -305,6 +324,10 @@ def read_stored_sides(
         side = by_response[response_id]
         side.diagnosed = side.diagnosed | {diagnosis}
     return [by_run[pk] for pk in run_ids], stored
+
+
+_NONE: Any = ()  # no citations, no verdicts read: an empty tuple shared by every claim
+_NO_SIGHT: Any = MappingProxyType({})
 
 
 def claim_texts(*, sides: Collection[Side]) -> dict[tuple[int, str], str]:
