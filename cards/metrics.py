@@ -543,7 +543,9 @@ class StoredRead:
     drifted: frozenset[str]
 
     def __getstate__(self) -> dict[str, Any]:
-        # Plain tuples for the claim sums, as `StoredResponses` keeps them.
+        # Kept in the cache: plain tuples for the claim sums, as making 10,000 named tuples
+        # again took most of the time to read the figures back (`StoredResponses` and
+        # `_accumulator` take either).
         state = dict(self.__dict__)
         state["claims"] = {pk: (*rest, tuple(s)) for pk, (*rest, s) in self.claims.items()}
         return state
@@ -713,15 +715,6 @@ def _accumulator(totals: Totals, claim_hints: Counter | None):
         totals.invented += sign * s.invented
         pairs = _claim_pairs(fact_ids, gap_ids, s)
         totals.honest_cases += sign * bool(pairs[-1][0])
-        if sign == 1:  # a whole read adds every response: no product to take
-            for acc, (k, n) in zip(accs, pairs, strict=True):
-                acc[4] += 1
-                if n:
-                    acc[0] += k
-                    acc[1] += n
-                    acc[2] += 1
-                    acc[3][k << 32 | n] += 1
-            return
         for acc, (k, n) in zip(accs, pairs, strict=True):
             acc[4] += sign
             if n:
@@ -845,17 +838,6 @@ class StoredResponses(Sequence):
         self.claims = claims
         self.pks = list(claims)
         self.drifted = drifted
-
-    def __getstate__(self) -> dict[str, Any]:
-        # Kept in the cache (`kept_run_metrics`): plain tuples for the claim sums, as making
-        # 10,000 named tuples again took most of the time to read the figures back.
-        claims = {pk: (*rest, tuple(sums)) for pk, (*rest, sums) in self.claims.items()}
-        return {"claims": claims, "drifted": self.drifted}
-
-    def __setstate__(self, state: dict[str, Any]) -> None:
-        self.claims = state["claims"]
-        self.pks = list(self.claims)
-        self.drifted = state["drifted"]
 
     def __len__(self) -> int:
         return len(self.pks)

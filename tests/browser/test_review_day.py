@@ -271,10 +271,18 @@ def test_a_server_failure_or_lost_connection_is_said_in_place(debug):
     page.route("**/verdict/", lambda route: route.fulfill(status=500, body="Server Error"))
     form.get_by_role("button", name="Save").click()
     expect(form.get_by_role("alert")).to_contain_text("Not saved: the server failed (500)")
+    # The save asked its card back compact, so the rest of the card was inert while it was
+    # in flight: usable again once it failed.
+    history = card(page, "C-017-2").locator("details.history")
+    expect(history).not_to_have_attribute("inert", "")
+    history.locator("summary").click()
+    expect(history).to_have_attribute("open", "")
+    history.locator("summary").click()
     page.unroute("**/verdict/")
     page.route("**/verdict/", lambda route: route.abort())
     form.get_by_role("button", name="Save").click()
     expect(form.get_by_role("alert")).to_contain_text("Not saved: the server could not be reached")
+    expect(history).not_to_have_attribute("inert", "")
     expect(form.get_by_label("Reason")).to_have_value("Typed before the failure.")
     expect(form.get_by_role("radio", name="Partial", exact=True)).to_be_checked()
 

@@ -65,8 +65,10 @@ def assert_stored_figures_are_current(run: Run) -> None:
         assert json.dumps(run_metrics(run=run, source=source).as_json()) == json.dumps(
             reference.as_json()
         ), source.label
-    # As the figures page keeps them in the cache (`kept_run_metrics`) and reads them back.
-    kept = pickle.loads(pickle.dumps(stored))
+    # As the figures page keeps what it read in the cache (`grown_run_figures`), read back.
+    read = pickle.loads(pickle.dumps(cards.metrics._stored_read(run)))
+    assert all(type(claims[3]) is tuple for claims in read.claims.values())  # plain, as kept
+    kept = cards.metrics._figures_of(run, read)
     assert list(kept.per_response) == streamed.per_response
     assert (kept.totals, kept.hint_counts) == (stored.totals, stored.hint_counts)
 
